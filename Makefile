@@ -1,0 +1,92 @@
+# kubefed: a KubeFed-compatible federation control plane.
+
+SHELL := /usr/bin/env bash -o pipefail
+.SHELLFLAGS := -ec
+
+BIN ?= $(CURDIR)/bin
+LOCAL ?= $(CURDIR)/.local
+MEMBERS ?= 2
+CONTROLLER_GEN := go tool controller-gen
+GINKGO := go tool ginkgo
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/kubefed-io/kubefed/pkg/version.Version=$(VERSION)
+IMG ?= kubefed:$(VERSION)
+
+.PHONY: all
+all: build
+
+##@ Development
+
+.PHONY: generate
+generate: ## Generate deepcopy code.
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+
+.PHONY: manifests
+manifests: ## Generate CRDs, the generic Federated<T> schema and the default federated types.
+	$(CONTROLLER_GEN) crd paths=./api/core/... paths=./api/scheduling/... paths=./api/multiclusterdns/... \
+		output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) crd paths=./api/types/... output:crd:artifacts:config=pkg/federatedtype/schema
+	go run ./hack/gen-default-types
+
+.PHONY: fmt
+fmt:
+	go fmt ./...
+
+.PHONY: vet
+vet:
+	go vet ./...
+	go vet -tags integration,e2e ./...
+
+.PHONY: build
+build: ## Build the controller-manager and kubefedctl into ./bin.
+	CGO_ENABLED=0 go build -ldflags "$(LDFLAGS)" -o $(BIN)/controller-manager ./cmd/controller-manager
+	CGO_ENABLED=0 go build -ldflags "$(LDFLAGS)" -o $(BIN)/kubefedctl ./cmd/kubefedctl
+
+.PHONY: cluster-tools
+cluster-tools: ## Build etcd, kube-apiserver, kube-controller-manager and kubectl into ./bin (cached).
+	hack/build-cluster-tools.sh
+
+##@ Test
+
+.PHONY: test
+test: cluster-tools build verify unit integration e2e ## Everything CI runs.
+
+.PHONY: verify
+verify: ## Fail when generated files are stale, code is unformatted or vet complains.
+	hack/verify.sh
+
+.PHONY: unit
+unit: ## Unit tests (no clusters).
+	go test -count=1 ./...
+
+.PHONY: integration
+integration: cluster-tools ## Integration tests against real local control planes.
+	go test -count=1 -tags integration -timeout 20m ./...
+
+.PHONY: e2e
+e2e: cluster-tools build ## Ginkgo end-to-end suite on a host and 2 member clusters.
+	$(GINKGO) -tags e2e --timeout 40m -v ./test/e2e/...
+
+##@ Local clusters
+
+.PHONY: clusters-up
+clusters-up: cluster-tools ## Start a host and $(MEMBERS) member clusters under $(LOCAL).
+	go run ./hack/localcluster up --dir $(LOCAL) --members $(MEMBERS)
+
+.PHONY: clusters-down
+clusters-down: ## Stop the local clusters.
+	go run ./hack/localcluster down --dir $(LOCAL)
+
+.PHONY: demo
+demo: cluster-tools build ## The local federation demo.
+	hack/demo.sh
+
+##@ Build
+
+.PHONY: docker-build
+docker-build: ## Build the container image (needs a Docker engine).
+	docker build -t $(IMG) --build-arg VERSION=$(VERSION) .
+
+.PHONY: help
+help:
+	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*?##/ { printf "  %-16s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)

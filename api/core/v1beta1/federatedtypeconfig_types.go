@@ -1,0 +1,175 @@
+package v1beta1
+
+import (
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ResourceScope is the scope of an API resource.
+// +kubebuilder:validation:Enum=Cluster;Namespaced
+type ResourceScope string
+
+const (
+	// ClusterScope is a cluster-scoped resource.
+	ClusterScope ResourceScope = "Cluster"
+	// NamespaceScope is a namespaced resource.
+	NamespaceScope ResourceScope = "Namespaced"
+)
+
+// APIResource identifies an API resource for dynamic clients.
+type APIResource struct {
+	// Group of the resource; empty for the core group.
+	// +optional
+	Group string `json:"group,omitempty"`
+	// Version of the resource.
+	// +kubebuilder:validation:MinLength=1
+	Version string `json:"version"`
+	// Kind of the resource, e.g. ConfigMap.
+	// +kubebuilder:validation:MinLength=1
+	Kind string `json:"kind"`
+	// PluralName is the lower-case plural resource name, e.g. configmaps.
+	// +kubebuilder:validation:MinLength=1
+	PluralName string `json:"pluralName"`
+	// Scope of the resource.
+	Scope ResourceScope `json:"scope"`
+}
+
+// Namespaced reports whether the resource lives in namespaces.
+func (a APIResource) Namespaced() bool { return a.Scope == NamespaceScope }
+
+// GroupVersionString is the resource's apiVersion, e.g. apps/v1 or v1.
+func (a APIResource) GroupVersionString() string {
+	if a.Group == "" {
+		return a.Version
+	}
+	return a.Group + "/" + a.Version
+}
+
+// FederatedTypeConfigSpec names a target type and the federated type that propagates it.
+type FederatedTypeConfigSpec struct {
+	// TargetType is the type created in member clusters.
+	TargetType APIResource `json:"targetType"`
+	// Propagation switches propagation of this type to members on or off.
+	Propagation Mode `json:"propagation"`
+	// FederatedType is the Federated<T> type holding template, placement and overrides.
+	FederatedType APIResource `json:"federatedType"`
+	// StatusType is a type that holds collected status, for KubeFed manifests that name one.
+	// +optional
+	StatusType *APIResource `json:"statusType,omitempty"`
+	// StatusCollection switches collection of member objects' status on or off.
+	// +optional
+	StatusCollection *Mode `json:"statusCollection,omitempty"`
+}
+
+// ControllerStatus says whether a per-type controller runs.
+// +kubebuilder:validation:Enum=Running;NotRunning
+type ControllerStatus string
+
+const (
+	// ControllerStatusRunning means the controller runs.
+	ControllerStatusRunning ControllerStatus = "Running"
+	// ControllerStatusNotRunning means the controller does not run.
+	ControllerStatusNotRunning ControllerStatus = "NotRunning"
+)
+
+// TargetTypeStatus says whether a member serves the target type.
+// +kubebuilder:validation:Enum=Present;NotPresent
+type TargetTypeStatus string
+
+const (
+	// TargetTypePresent means the member serves the target type.
+	TargetTypePresent TargetTypeStatus = "Present"
+	// TargetTypeNotPresent means the member does not serve the target type.
+	TargetTypeNotPresent TargetTypeStatus = "NotPresent"
+)
+
+// TargetTypeOverallStatus says whether every member serves the target type.
+// +kubebuilder:validation:Enum=PresentInAllClusters;NotPresentInAllClusters
+type TargetTypeOverallStatus string
+
+// TargetTypeClusterStatus says whether one member serves the target type.
+type TargetTypeClusterStatus struct {
+	// ClusterName is the KubeFedCluster's name.
+	ClusterName string `json:"clusterName"`
+	// Status is Present or NotPresent.
+	Status TargetTypeStatus `json:"status"`
+}
+
+// FederatedTypeConfigStatus is what the type-config controller observed.
+type FederatedTypeConfigStatus struct {
+	// ObservedGeneration is the generation the controllers last acted on.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// PropagationController says whether propagation for this type runs.
+	// +optional
+	PropagationController ControllerStatus `json:"propagationController,omitempty"`
+	// StatusController says whether status collection for this type runs.
+	// +optional
+	StatusController *ControllerStatus `json:"statusController,omitempty"`
+	// TargetTypeOverallStatus says whether every member serves the target type.
+	// +optional
+	TargetTypeOverallStatus TargetTypeOverallStatus `json:"targetTypeOverallStatus,omitempty"`
+	// TargetTypeClusterStatus says, per member, whether it serves the target type.
+	// +optional
+	TargetTypeClusterStatus []TargetTypeClusterStatus `json:"targetTypeClusterStatus,omitempty"`
+	// Conditions report problems with the type, such as a target type the host does not serve.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// FederatedTypeConfig makes one API type federatable: it names the target
+// type and the Federated<T> type whose template, placement and overrides say
+// how the target appears in each member.
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:path=federatedtypeconfigs,shortName=ftc
+// +kubebuilder:subresource:status
+type FederatedTypeConfig struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec FederatedTypeConfigSpec `json:"spec"`
+	// +optional
+	Status FederatedTypeConfigStatus `json:"status,omitempty"`
+}
+
+// FederatedTypeConfigList is a list of FederatedTypeConfigs.
+// +kubebuilder:object:root=true
+type FederatedTypeConfigList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []FederatedTypeConfig `json:"items"`
+}
+
+// IsNamespace reports whether this is the `namespaces` type config, whose
+// federated type is namespaced although its target is not.
+func (f *FederatedTypeConfig) IsNamespace() bool { return f.Name == NamespacesTypeConfigName }
+
+// PropagationEnabled reports whether propagation is switched on.
+func (f *FederatedTypeConfig) PropagationEnabled() bool { return f.Spec.Propagation == Enabled }
+
+// StatusCollectionEnabled reports whether status collection is switched on.
+func (f *FederatedTypeConfig) StatusCollectionEnabled() bool {
+	return f.Spec.StatusCollection != nil && *f.Spec.StatusCollection == Enabled
+}
+
+// TypeConfigName is the FederatedTypeConfig name KubeFed uses for a target
+// type: `<plural>` for the core group, `<plural>.<group>` otherwise.
+func TypeConfigName(plural, group string) string {
+	if group == "" {
+		return plural
+	}
+	return plural + "." + group
+}
+
+// SplitTypeConfigName is the inverse of TypeConfigName.
+func SplitTypeConfigName(name string) (plural, group string) {
+	plural, group, _ = strings.Cut(name, ".")
+	return plural, group
+}
+
+func init() {
+	SchemeBuilder.Register(&FederatedTypeConfig{}, &FederatedTypeConfigList{})
+}

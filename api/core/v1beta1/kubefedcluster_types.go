@@ -1,0 +1,183 @@
+package v1beta1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TLSValidation names a TLS check that a KubeFedCluster may switch off.
+// +kubebuilder:validation:Enum="*";SubjectName;ValidityPeriod
+type TLSValidation string
+
+const (
+	// TLSAll disables every TLS verification.
+	TLSAll TLSValidation = "*"
+	// TLSSubjectName disables the check of the server's name against its certificate.
+	TLSSubjectName TLSValidation = "SubjectName"
+	// TLSValidityPeriod disables the check of the certificate's validity period.
+	TLSValidityPeriod TLSValidation = "ValidityPeriod"
+)
+
+// KubeFedClusterSpec says how to reach a member cluster.
+type KubeFedClusterSpec struct {
+	// APIEndpoint is the member's kube-apiserver: a host, host:port, or https:// URL.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:XValidation:rule="!self.contains('://') || self.startsWith('https://')",message="apiEndpoint must be a host, host:port or an https:// URL"
+	APIEndpoint string `json:"apiEndpoint"`
+
+	// CABundle is the PEM bundle that signs the member's serving certificate.
+	// A `ca.crt` key in the Secret is used when this is empty.
+	// +optional
+	CABundle []byte `json:"caBundle,omitempty"`
+
+	// SecretRef names a Secret in the KubeFed namespace whose `token` key
+	// authenticates the control plane to the member.
+	SecretRef LocalSecretReference `json:"secretRef"`
+
+	// DisabledTLSValidations lists TLS checks to skip; `*` (alone) skips all.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="!('*' in self) || size(self) == 1",message="'*' disables every validation and must be the only entry"
+	DisabledTLSValidations []TLSValidation `json:"disabledTLSValidations,omitempty"`
+
+	// ProxyURL is an http, https or socks5 proxy to reach the member through.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() in ['http', 'https', 'socks5']",message="proxyURL must be an http, https or socks5 URL"
+	ProxyURL string `json:"proxyURL,omitempty"`
+}
+
+// LocalSecretReference names a Secret in the KubeFed namespace.
+type LocalSecretReference struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+}
+
+// ClusterConditionType is the type of a KubeFedCluster condition.
+type ClusterConditionType string
+
+const (
+	// ClusterReady means the member's health endpoint answers ok.
+	ClusterReady ClusterConditionType = "Ready"
+	// ClusterOffline means the member cannot be reached at all.
+	ClusterOffline ClusterConditionType = "Offline"
+)
+
+// Condition reasons written by the cluster controller, as KubeFed wrote them.
+const (
+	ReasonClusterReady        = "ClusterReady"
+	ReasonClusterNotReady     = "ClusterNotReady"
+	ReasonClusterReachable    = "ClusterReachable"
+	ReasonClusterNotReachable = "ClusterNotReachable"
+)
+
+// ClusterCondition describes one aspect of a member's health.
+type ClusterCondition struct {
+	// Type is Ready or Offline.
+	// +kubebuilder:validation:Enum=Ready;Offline
+	Type ClusterConditionType `json:"type"`
+	// Status is True, False or Unknown.
+	// +kubebuilder:validation:Enum=True;False;Unknown
+	Status corev1.ConditionStatus `json:"status"`
+	// LastProbeTime is when the condition was last checked.
+	LastProbeTime metav1.Time `json:"lastProbeTime"`
+	// LastTransitionTime is when the status last changed.
+	// +optional
+	LastTransitionTime *metav1.Time `json:"lastTransitionTime,omitempty"`
+	// Reason is a one-word CamelCase reason for the status.
+	// +optional
+	Reason *string `json:"reason,omitempty"`
+	// Message says in words what the status means.
+	// +optional
+	Message *string `json:"message,omitempty"`
+}
+
+// NodeSummary counts a member's nodes.
+type NodeSummary struct {
+	// TotalNum is the number of Node objects.
+	TotalNum int32 `json:"totalNum"`
+	// ReadyNum is the number of Nodes whose Ready condition is True.
+	ReadyNum int32 `json:"readyNum"`
+}
+
+// ResourceSummary sums the resources of a member's nodes and pods.
+type ResourceSummary struct {
+	// Allocatable is the sum of the Nodes' allocatable resources.
+	// +optional
+	Allocatable corev1.ResourceList `json:"allocatable,omitempty"`
+	// Allocated is the sum of the requests of scheduled, non-terminated Pods.
+	// +optional
+	Allocated corev1.ResourceList `json:"allocated,omitempty"`
+}
+
+// APIEnablement lists the resources one group/version serves in a member.
+type APIEnablement struct {
+	// GroupVersion is the API group and version, e.g. apps/v1.
+	GroupVersion string `json:"groupVersion"`
+	// Resources are the resources served under GroupVersion.
+	// +optional
+	Resources []APIResourceName `json:"resources,omitempty"`
+}
+
+// APIResourceName names one served resource.
+type APIResourceName struct {
+	// Name is the plural resource name, e.g. deployments.
+	Name string `json:"name"`
+	// Kind is the resource's kind, e.g. Deployment.
+	Kind string `json:"kind"`
+}
+
+// KubeFedClusterStatus is what the cluster controller last observed of a member.
+type KubeFedClusterStatus struct {
+	// Conditions are the member's Ready and Offline conditions.
+	// +optional
+	Conditions []ClusterCondition `json:"conditions,omitempty"`
+	// Zones are the topology zones of the member's nodes.
+	// +optional
+	Zones []string `json:"zones,omitempty"`
+	// Region is the topology region of the member's nodes.
+	// +optional
+	Region *string `json:"region,omitempty"`
+	// KubernetesVersion is the member's kube-apiserver version.
+	// +optional
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+	// NodeSummary counts the member's nodes.
+	// +optional
+	NodeSummary *NodeSummary `json:"nodeSummary,omitempty"`
+	// ResourceSummary sums the member's allocatable and allocated resources.
+	// +optional
+	ResourceSummary *ResourceSummary `json:"resourceSummary,omitempty"`
+	// APIEnablements lists the APIs the member serves.
+	// +optional
+	APIEnablements []APIEnablement `json:"apiEnablements,omitempty"`
+}
+
+// KubeFedCluster is a member cluster the control plane propagates to.
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:path=kubefedclusters
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name=age,type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name=ready,type=string,JSONPath=`.status.conditions[?(@.type=='Ready')].status`
+// +kubebuilder:printcolumn:name=kubernetes-version,type=string,JSONPath=`.status.kubernetesVersion`,priority=1
+// +kubebuilder:printcolumn:name=region,type=string,JSONPath=`.status.region`,priority=1
+type KubeFedCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec KubeFedClusterSpec `json:"spec"`
+	// +optional
+	Status KubeFedClusterStatus `json:"status,omitempty"`
+}
+
+// KubeFedClusterList is a list of KubeFedClusters.
+// +kubebuilder:object:root=true
+type KubeFedClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []KubeFedCluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&KubeFedCluster{}, &KubeFedClusterList{})
+}

@@ -1,0 +1,28 @@
+package v1beta1
+
+// Names KubeFed users and their manifests rely on.
+const (
+	// DefaultKubeFedNamespace is where the control plane and its objects live.
+	DefaultKubeFedNamespace = "kube-federation-system"
+	// KubeFedConfigName is the name of the KubeFedConfig that configures the control plane.
+	KubeFedConfigName = "kubefed"
+	// NamespacesTypeConfigName is the FederatedTypeConfig of namespaces.
+	NamespacesTypeConfigName = "namespaces"
+
+	// ManagedByKubeFedLabelKey marks member objects the control plane manages.
+	ManagedByKubeFedLabelKey = "kubefed.io/managed"
+	// ManagedByKubeFedLabelValue is the value of ManagedByKubeFedLabelKey on managed objects.
+	ManagedByKubeFedLabelValue = "true"
+	// UnmanagedByKubeFedLabelValue on a member object forbids managing or adopting it.
+	UnmanagedByKubeFedLabelValue = "false"
+
+	// OrphanManagedResourcesAnnotation on a federated object leaves member objects behind on deletion.
+	OrphanManagedResourcesAnnotation = "kubefed.io/orphan"
+	// DeleteOptionAnnotation holds JSON DeleteOptions used to delete member objects.
+	DeleteOptionAnnotation = "kubefed.io/deleteoption"
+
+	// SyncControllerFinalizer holds a federated object until its member objects are gone.
+	SyncControllerFinalizer = "kubefed.io/sync-controller"
+	// FederatedTypeConfigFinalizer holds an FTC until its controllers stopped.
+	FederatedTypeConfigFinalizer = "core.kubefed.io/federated-type-config"
+)

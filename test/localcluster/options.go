@@ -1,0 +1,197 @@
+package localcluster
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// modulePath identifies this repository's go.mod when looking for bin/.
+const modulePath = "github.com/kubefed-io/kubefed"
+
+// BinDirEnv overrides where the cluster binaries are looked up.
+const BinDirEnv = "KUBEFED_BIN_DIR"
+
+// DefaultStartTimeout bounds Start when Options.StartTimeout is zero; a
+// cold start of three clusters on two cores takes well under a minute.
+const DefaultStartTimeout = 3 * time.Minute
+
+// Options configures Start.
+type Options struct {
+	// BinDir holds etcd, kube-apiserver and kube-controller-manager. The
+	// default is $KUBEFED_BIN_DIR, else bin/ at the root of this module,
+	// found by walking up from the working directory.
+	BinDir string
+	// WorkDir receives data directories, certificates, logs, pid files and
+	// the kubeconfig; it is created if missing.
+	WorkDir string
+	// Clusters names the clusters; the first is the host. Each name must be
+	// a DNS label, as it becomes a kubeconfig context and a directory.
+	Clusters []string
+	// Detach lets the processes outlive the caller (for the CLI); otherwise
+	// they are killed when the calling process dies.
+	Detach bool
+	// Out receives progress messages; nil discards them.
+	Out io.Writer
+	// StartTimeout bounds the whole start; zero means DefaultStartTimeout.
+	StartTimeout time.Duration
+	// ExtraArgs are appended to a component's command line; a repeated
+	// flag overrides the default because the last occurrence wins.
+	ExtraArgs map[Component][]string
+}
+
+// withDefaults validates o and fills in defaults.
+func (o Options) withDefaults() (Options, error) {
+	if o.WorkDir == "" {
+		return o, errors.New("localcluster: Options.WorkDir is required")
+	}
+	dir, err := filepath.Abs(o.WorkDir)
+	if err != nil {
+		return o, fmt.Errorf("localcluster: resolving work dir %s: %w", o.WorkDir, err)
+	}
+	o.WorkDir = dir
+	if len(o.Clusters) == 0 {
+		return o, errors.New("localcluster: Options.Clusters needs at least the host cluster")
+	}
+	seen := map[string]bool{}
+	for _, name := range o.Clusters {
+		if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+			return o, fmt.Errorf("localcluster: invalid cluster name %q: %s", name, strings.Join(errs, "; "))
+		}
+		if name == pkiDirName {
+			return o, fmt.Errorf("localcluster: cluster name %q is reserved", name)
+		}
+		if seen[name] {
+			return o, fmt.Errorf("localcluster: duplicate cluster name %q", name)
+		}
+		seen[name] = true
+	}
+	if o.BinDir == "" {
+		o.BinDir, err = DefaultBinDir()
+		if err != nil {
+			return o, err
+		}
+	}
+	if o.BinDir, err = filepath.Abs(o.BinDir); err != nil {
+		return o, fmt.Errorf("localcluster: resolving bin dir: %w", err)
+	}
+	if err := checkBinaries(o.BinDir); err != nil {
+		return o, err
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = DefaultStartTimeout
+	}
+	return o, nil
+}
+
+// DefaultBinDir returns $KUBEFED_BIN_DIR, or bin/ at the root of the
+// kubefed module containing the working directory.
+func DefaultBinDir() (string, error) {
+	if dir := os.Getenv(BinDirEnv); dir != "" {
+		return dir, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("localcluster: finding bin dir: %w", err)
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		// Nested modules (hack/tools/*) have their own go.mod, so match on
+		// the module path rather than stopping at the first go.mod.
+		if isKubefedModule(filepath.Join(dir, "go.mod")) {
+			return filepath.Join(dir, "bin"), nil
+		}
+		if parent := filepath.Dir(dir); parent == dir {
+			break
+		}
+	}
+	return "", fmt.Errorf("localcluster: no go.mod of module %s above %s; set Options.BinDir or $%s", modulePath, wd, BinDirEnv)
+}
+
+func isKubefedModule(goMod string) bool {
+	f, err := os.Open(goMod)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 2 && fields[0] == "module" {
+			return strings.Trim(fields[1], `"`) == modulePath
+		}
+	}
+	return false
+}
+
+// checkBinaries fails early, with the fix, instead of letting a missing
+// binary surface as a confusing exec error in one of several goroutines.
+func checkBinaries(binDir string) error {
+	var missing []string
+	for _, c := range components {
+		fi, err := os.Stat(filepath.Join(binDir, string(c)))
+		if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+			missing = append(missing, string(c))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("localcluster: %s missing or not executable in %s; build them with hack/build-cluster-tools.sh or point $%s elsewhere",
+			strings.Join(missing, ", "), binDir, BinDirEnv)
+	}
+	return nil
+}
+
+// clusterPorts are the loopback TCP ports one cluster listens on.
+type clusterPorts struct {
+	EtcdClient        int `json:"etcdClient"`
+	EtcdPeer          int `json:"etcdPeer"`
+	APIServer         int `json:"apiServer"`
+	ControllerManager int `json:"controllerManager"`
+}
+
+// freePorts asks the kernel for n distinct free loopback ports. All
+// listeners are held until every port is known, so the ports of one call
+// never collide with each other; another process can still take one before
+// our child binds it, which Start handles by retrying with new ports.
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	listeners := make([]net.Listener, 0, n)
+	defer func() {
+		for _, l := range listeners {
+			_ = l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("finding a free loopback port: %w", err)
+		}
+		listeners = append(listeners, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// allocatePorts returns a fresh, mutually distinct port set per cluster.
+func allocatePorts(clusters int) ([]clusterPorts, error) {
+	ports, err := freePorts(4 * clusters)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]clusterPorts, clusters)
+	for i := range out {
+		p := ports[4*i:]
+		out[i] = clusterPorts{EtcdClient: p[0], EtcdPeer: p[1], APIServer: p[2], ControllerManager: p[3]}
+	}
+	return out, nil
+}
