@@ -116,8 +116,8 @@ type DurationConfig struct {
 }
 
 // LeaderElectConfig configures leader election.
-// +kubebuilder:validation:XValidation:rule="duration(self.leaseDuration) > duration(self.renewDeadline)",message="leaseDuration must be greater than renewDeadline"
-// +kubebuilder:validation:XValidation:rule="duration(self.renewDeadline).getMilliseconds() * 5 > duration(self.retryPeriod).getMilliseconds() * 6",message="renewDeadline must be greater than 1.2 × retryPeriod"
+// +kubebuilder:validation:XValidation:rule="!has(self.leaseDuration) || !has(self.renewDeadline) || duration(self.leaseDuration) > duration(self.renewDeadline)",message="leaseDuration must be greater than renewDeadline"
+// +kubebuilder:validation:XValidation:rule="!has(self.renewDeadline) || !has(self.retryPeriod) || duration(self.renewDeadline).getMilliseconds() * 5 > duration(self.retryPeriod).getMilliseconds() * 6",message="renewDeadline must be greater than 1.2 × retryPeriod"
 type LeaderElectConfig struct {
 	// LeaseDuration is how long a non-leader waits after the last renewal before taking over.
 	// +optional

@@ -59,7 +59,7 @@ type ClusterOverride struct {
 
 	// ClusterOverrides are JSON-patch-like operations applied in order.
 	// +optional
-	// +kubebuilder:validation:MaxItems=1000
+	// +kubebuilder:validation:MaxItems=200
 	ClusterOverrides []OverrideItem `json:"clusterOverrides,omitempty"`
 }
 

@@ -1,0 +1,188 @@
+package controllermanager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
+	dnsv1alpha1 "github.com/kubefed-io/kubefed/api/multiclusterdns/v1alpha1"
+	schedulingv1alpha1 "github.com/kubefed-io/kubefed/api/scheduling/v1alpha1"
+	"github.com/kubefed-io/kubefed/pkg/kubefedconfig"
+	"github.com/kubefed-io/kubefed/pkg/version"
+)
+
+// LeaderElectionID is the Lease the controller-manager replicas elect a leader on.
+const LeaderElectionID = "kubefed-controller-manager"
+
+// configPollInterval is how often a running manager checks whether the
+// KubeFedConfig changed; changes are rare and a restart is cheap.
+const configPollInterval = 10 * time.Second
+
+// NewScheme knows the built-in types and every kubefed API.
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme,
+		corev1beta1.AddToScheme,
+		schedulingv1alpha1.AddToScheme,
+		dnsv1alpha1.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// RESTConfig loads the host cluster's client configuration.
+func RESTConfig(o Options) (*rest.Config, error) {
+	if o.Kubeconfig == "" && o.Context == "" {
+		cfg, err := rest.InClusterConfig()
+		if err == nil {
+			return cfg, nil
+		}
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.Kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
+		&clientcmd.ConfigOverrides{CurrentContext: o.Context}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("load host cluster configuration: %w", err)
+	}
+	return cfg, nil
+}
+
+// Run starts the control plane and blocks until ctx ends. When the
+// KubeFedConfig changes it stops the controllers and starts them again
+// with the new settings.
+func Run(ctx context.Context, o Options) error {
+	log := ctrl.Log.WithName("controller-manager")
+	cfg, err := RESTConfig(o)
+	if err != nil {
+		return err
+	}
+	cfg.UserAgent = "kubefed-controller-manager/" + version.Version
+	scheme, err := NewScheme()
+	if err != nil {
+		return err
+	}
+	direct, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("host cluster client: %w", err)
+	}
+	log.Info("starting", "version", version.Get().String(), "kubefedNamespace", o.KubeFedNamespace)
+
+	for {
+		kfc, settings, err := kubefedconfig.Load(ctx, direct, o.KubeFedNamespace, corev1beta1.Scope(o.Scope))
+		if err != nil {
+			return err
+		}
+		if settings.OriginalResourceLock != corev1beta1.LeasesResourceLock {
+			log.Info("leader election uses a Lease; the configured lock type is an alias", "resourceLock", settings.OriginalResourceLock)
+		}
+		runCtx, cancel := context.WithCancelCause(ctx)
+		mgr, err := newManager(cfg, scheme, o, settings)
+		if err != nil {
+			cancel(nil)
+			return err
+		}
+		if err := setupControllers(mgr, o, settings); err != nil {
+			cancel(nil)
+			return err
+		}
+		go watchConfig(runCtx, cancel, direct, o.KubeFedNamespace, kfc.Spec)
+		err = mgr.Start(runCtx)
+		cause := context.Cause(runCtx)
+		cancel(nil)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if errors.Is(cause, errConfigChanged) {
+			log.Info("KubeFedConfig changed; restarting the controllers with the new settings")
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("manager stopped: %w", err)
+		}
+		return nil
+	}
+}
+
+var errConfigChanged = errors.New("KubeFedConfig changed")
+
+// watchConfig cancels the run when the KubeFedConfig's spec changes.
+func watchConfig(ctx context.Context, cancel context.CancelCauseFunc, c client.Client, namespace string, started corev1beta1.KubeFedConfigSpec) {
+	key := client.ObjectKey{Namespace: namespace, Name: corev1beta1.KubeFedConfigName}
+	ticker := time.NewTicker(configPollInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		current := &corev1beta1.KubeFedConfig{}
+		if err := c.Get(ctx, key, current); err != nil {
+			continue
+		}
+		if !reflect.DeepEqual(current.Spec, started) {
+			cancel(errConfigChanged)
+			return
+		}
+	}
+}
+
+func newManager(cfg *rest.Config, scheme *runtime.Scheme, o Options, s *kubefedconfig.Settings) (manager.Manager, error) {
+	inNamespace := cache.ByObject{Namespaces: map[string]cache.Config{o.KubeFedNamespace: {}}}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:        o.HealthAddr,
+		LeaderElection:                o.LeaderElect,
+		LeaderElectionID:              LeaderElectionID,
+		LeaderElectionNamespace:       o.KubeFedNamespace,
+		LeaderElectionResourceLock:    "leases",
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &s.LeaseDuration,
+		RenewDeadline:                 &s.RenewDeadline,
+		RetryPeriod:                   &s.RetryPeriod,
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			// The control plane's own objects only count in its namespace;
+			// caching Secrets cluster-wide would also hold every secret in memory.
+			&corev1beta1.KubeFedCluster{}:      inNamespace,
+			&corev1beta1.FederatedTypeConfig{}: inNamespace,
+			&corev1beta1.KubeFedConfig{}:       inNamespace,
+			&corev1.Secret{}:                   inNamespace,
+		}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// setupControllers registers every controller with the manager.
+func setupControllers(mgr manager.Manager, o Options, s *kubefedconfig.Settings) error {
+	return nil
+}
