@@ -193,8 +193,6 @@ func (c *Cluster) componentArgs(comp Component) []string {
 			"--secure-port=" + strconv.Itoa(c.ports.APIServer),
 			"--tls-cert-file=" + filepath.Join(c.Dir, "apiserver.crt"),
 			"--tls-private-key-file=" + filepath.Join(c.Dir, "apiserver.key"),
-			// Otherwise it may try to write generated certs under /var/run.
-			"--cert-dir=" + filepath.Join(c.Dir, "apiserver-certs"),
 			"--client-ca-file=" + c.caPath,
 			"--token-auth-file=" + filepath.Join(c.Dir, "tokens.csv"),
 			"--authorization-mode=RBAC",
@@ -207,6 +205,9 @@ func (c *Cluster) componentArgs(comp Component) []string {
 			// cluster does not need fair queuing.
 			"--enable-priority-and-fairness=false",
 			"--profiling=false",
+			// On SIGTERM, close open watches after this grace period
+			// instead of waiting out the 60s request timeout for them.
+			"--shutdown-watch-termination-grace-period=1s",
 		}
 	case ControllerManager:
 		args = []string{
@@ -215,7 +216,6 @@ func (c *Cluster) componentArgs(comp Component) []string {
 			"--secure-port=" + strconv.Itoa(c.ports.ControllerManager),
 			"--tls-cert-file=" + filepath.Join(c.Dir, "controller-manager.crt"),
 			"--tls-private-key-file=" + filepath.Join(c.Dir, "controller-manager.key"),
-			"--cert-dir=" + filepath.Join(c.Dir, "controller-manager-certs"),
 			"--service-account-private-key-file=" + filepath.Join(c.Dir, "sa.key"),
 			"--root-ca-file=" + c.caPath,
 			"--use-service-account-credentials=false",

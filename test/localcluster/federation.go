@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -17,12 +19,11 @@ import (
 )
 
 const (
-	// stateFileName records the federation layout for Load, status and
-	// down. Its presence also marks WorkDir as ours, so that a stale run
-	// may be wiped.
+	// stateFileName records the federation layout for Load and the CLI's
+	// status command; it is written only once every cluster is up.
 	stateFileName = "localcluster.json"
-	// markerFileName is written before anything else, so that a start that
-	// died before writing the state file still leaves a wipeable dir.
+	// markerFileName marks WorkDir as ours, so that a later Start may wipe
+	// it; it is written first so even a start that died half way counts.
 	markerFileName = ".localcluster"
 	lockFileName   = ".lock"
 	pkiDirName     = "pki"
@@ -46,10 +47,11 @@ type Federation struct {
 
 // state is the on-disk description of a federation.
 type state struct {
-	Version  int            `json:"version"`
-	Detached bool           `json:"detached"`
-	BinDir   string         `json:"binDir"`
-	Clusters []clusterState `json:"clusters"`
+	Version   int                    `json:"version"`
+	Detached  bool                   `json:"detached"`
+	BinDir    string                 `json:"binDir"`
+	ExtraArgs map[Component][]string `json:"extraArgs,omitempty"`
+	Clusters  []clusterState         `json:"clusters"`
 }
 
 type clusterState struct {
@@ -229,7 +231,7 @@ func (f *Federation) writeKubeconfig() error {
 }
 
 func (f *Federation) writeState(o Options) error {
-	st := state{Version: stateVersion, Detached: o.Detach, BinDir: o.BinDir}
+	st := state{Version: stateVersion, Detached: o.Detach, BinDir: o.BinDir, ExtraArgs: o.ExtraArgs}
 	for _, c := range f.Clusters {
 		st.Clusters = append(st.Clusters, clusterState{Name: c.Name, Ports: c.ports})
 	}
@@ -310,14 +312,15 @@ func Load(dir string) (*Federation, error) {
 	}
 	for _, cs := range st.Clusters {
 		c := &Cluster{
-			Name:     cs.Name,
-			Context:  cs.Name,
-			CAData:   caData,
-			Dir:      filepath.Join(dir, cs.Name),
-			binDir:   st.BinDir,
-			caPath:   caPath,
-			detached: true,
-			procs:    map[Component]*process{},
+			Name:      cs.Name,
+			Context:   cs.Name,
+			CAData:    caData,
+			Dir:       filepath.Join(dir, cs.Name),
+			binDir:    st.BinDir,
+			caPath:    caPath,
+			detached:  true,
+			extraArgs: st.ExtraArgs,
+			procs:     map[Component]*process{},
 		}
 		c.setPorts(cs.Ports)
 		if user, ok := kcfg.AuthInfos[cs.Name]; ok {
@@ -343,16 +346,24 @@ func StopFromDir(dir string) error {
 	if err != nil {
 		return fmt.Errorf("localcluster: resolving %s: %w", dir, err)
 	}
-	procs, err := recordedProcesses(dir)
+	byCluster, err := recordedProcesses(dir)
 	if err != nil {
 		return err
 	}
-	errs := make([]error, len(procs))
+	var mu sync.Mutex
+	var errs []error
 	var wg sync.WaitGroup
-	for i, p := range procs {
+	for _, procs := range byCluster {
 		wg.Go(func() {
-			if err := p.stop(); err != nil {
-				errs[i] = fmt.Errorf("localcluster: %w", err)
+			// Reverse start order: an apiserver with the controller
+			// manager's watches still open, or without its etcd, is slow
+			// to shut down.
+			for i := len(procs) - 1; i >= 0; i-- {
+				if err := procs[i].stop(); err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("localcluster: %w", err))
+					mu.Unlock()
+				}
 			}
 		})
 	}
@@ -360,9 +371,10 @@ func StopFromDir(dir string) error {
 	return errors.Join(errs...)
 }
 
-// recordedProcesses adopts every pid file under dir/*/.
-func recordedProcesses(dir string) ([]*process, error) {
-	var out []*process
+// recordedProcesses adopts every pid file under dir/*/, grouped by cluster
+// directory and in start order.
+func recordedProcesses(dir string) (map[string][]*process, error) {
+	out := map[string][]*process{}
 	for _, comp := range components {
 		paths, err := filepath.Glob(filepath.Join(dir, "*", string(comp)+".pid"))
 		if err != nil {
@@ -374,7 +386,8 @@ func recordedProcesses(dir string) ([]*process, error) {
 				// A torn or foreign pid file identifies nothing we may kill.
 				continue
 			}
-			out = append(out, p)
+			clusterDir := filepath.Dir(path)
+			out[clusterDir] = append(out[clusterDir], p)
 		}
 	}
 	return out, nil
@@ -382,7 +395,7 @@ func recordedProcesses(dir string) ([]*process, error) {
 
 // prepareWorkDir locks dir against a concurrent Start, refuses a dir with a
 // live federation or foreign content, and wipes what a dead run left.
-func prepareWorkDir(dir string) (unlock func(), err error) {
+func prepareWorkDir(dir string) (_ func(), err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("localcluster: creating work dir: %w", err)
 	}
@@ -395,7 +408,7 @@ func prepareWorkDir(dir string) (unlock func(), err error) {
 		_ = lock.Close()
 		return nil, fmt.Errorf("localcluster: another start is in progress in %s", dir)
 	}
-	unlock = func() { _ = lock.Close() } // closing releases the flock
+	unlock := func() { _ = lock.Close() } // closing releases the flock
 	defer func() {
 		if err != nil {
 			unlock()
@@ -421,11 +434,11 @@ func prepareWorkDir(dir string) (unlock func(), err error) {
 		return nil, fmt.Errorf("localcluster: %s is not empty and was not created by localcluster; refusing to wipe it", dir)
 	}
 	if ours {
-		procs, err := recordedProcesses(dir)
+		byCluster, err := recordedProcesses(dir)
 		if err != nil {
 			return nil, err
 		}
-		for _, p := range procs {
+		for _, p := range slices.Concat(slices.Collect(maps.Values(byCluster))...) {
 			if p.running() {
 				return nil, fmt.Errorf("localcluster: a federation is already running in %s (%s pid %d); stop it first with `go run ./hack/localcluster down --dir %s` or StopFromDir",
 					dir, p.component, p.rec.PID, dir)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -89,6 +90,8 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Out == nil {
 		o.Out = io.Discard
 	}
+	// Clusters start in parallel and all report progress.
+	o.Out = &lockedWriter{w: o.Out}
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = DefaultStartTimeout
 	}
@@ -194,4 +197,17 @@ func allocatePorts(clusters int) ([]clusterPorts, error) {
 		out[i] = clusterPorts{EtcdClient: p[0], EtcdPeer: p[1], APIServer: p[2], ControllerManager: p[3]}
 	}
 	return out, nil
+}
+
+// lockedWriter serialises writes so that callers may pass any io.Writer,
+// such as a bytes.Buffer, as Options.Out.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -190,6 +190,7 @@ func adopt(component Component, pidPath, logPath string) (*process, error) {
 type procStat struct {
 	state     byte
 	pgid      int
+	sid       int
 	startTime uint64
 }
 
@@ -213,11 +214,15 @@ func readProcStat(pid int) (procStat, error) {
 	if err != nil {
 		return procStat{}, fmt.Errorf("parsing pgid in /proc/%d/stat: %w", pid, err)
 	}
+	sid, err := strconv.Atoi(fields[6-3])
+	if err != nil {
+		return procStat{}, fmt.Errorf("parsing session id in /proc/%d/stat: %w", pid, err)
+	}
 	start, err := strconv.ParseUint(fields[22-3], 10, 64)
 	if err != nil {
 		return procStat{}, fmt.Errorf("parsing start time in /proc/%d/stat: %w", pid, err)
 	}
-	return procStat{state: fields[0][0], pgid: pgid, startTime: start}, nil
+	return procStat{state: fields[0][0], pgid: pgid, sid: sid, startTime: start}, nil
 }
 
 // running reports whether the recorded process still exists, has not exited
