@@ -1,0 +1,50 @@
+package kubefedctl
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubefed-io/kubefed/pkg/version"
+)
+
+// versionOutput is what `version -o json|yaml` prints. It has kubectl's
+// shape, so that a control plane version can join the client's later.
+type versionOutput struct {
+	ClientVersion version.Info `json:"clientVersion"`
+}
+
+func newVersionCommand(streams IOStreams) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print the kubefedctl version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			info := version.Get()
+			switch output {
+			case "":
+				fmt.Fprintf(streams.Out, "Client Version: %s\n", info)
+			case "json":
+				data, err := json.MarshalIndent(versionOutput{ClientVersion: info}, "", "  ")
+				if err != nil {
+					return fmt.Errorf("encode version: %w", err)
+				}
+				fmt.Fprintln(streams.Out, string(data))
+			case "yaml":
+				data, err := yaml.Marshal(versionOutput{ClientVersion: info})
+				if err != nil {
+					return fmt.Errorf("encode version: %w", err)
+				}
+				fmt.Fprint(streams.Out, string(data))
+			default:
+				return fmt.Errorf("invalid --output %q: must be json or yaml", output)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json or yaml. Defaults to one line of text.")
+	return cmd
+}
