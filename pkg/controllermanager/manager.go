@@ -12,9 +12,11 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -22,6 +24,9 @@ import (
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
 	dnsv1alpha1 "github.com/kubefed-io/kubefed/api/multiclusterdns/v1alpha1"
 	schedulingv1alpha1 "github.com/kubefed-io/kubefed/api/scheduling/v1alpha1"
+	"github.com/kubefed-io/kubefed/controllers/cluster"
+	"github.com/kubefed-io/kubefed/controllers/typeconfig"
+	"github.com/kubefed-io/kubefed/pkg/clusterclient"
 	"github.com/kubefed-io/kubefed/pkg/kubefedconfig"
 	"github.com/kubefed-io/kubefed/pkg/version"
 )
@@ -87,6 +92,14 @@ func Run(ctx context.Context, o Options) error {
 	}
 	log.Info("starting", "version", version.Get().String(), "kubefedNamespace", o.KubeFedNamespace)
 
+	// Member clients and readiness outlive a restart for a new
+	// KubeFedConfig: reconnecting to every member would be wasted work.
+	shared := &sharedState{
+		registry:  clusterclient.NewRegistry(clusterclient.ConfigOptions{}),
+		readiness: cluster.NewReadinessTracker(o.KubeFedNamespace),
+		types:     &typeconfig.RecordingRunner{Log: ctrl.Log.WithName("types")},
+	}
+
 	for {
 		kfc, settings, err := kubefedconfig.Load(ctx, direct, o.KubeFedNamespace, corev1beta1.Scope(o.Scope))
 		if err != nil {
@@ -101,7 +114,7 @@ func Run(ctx context.Context, o Options) error {
 			cancel(nil)
 			return err
 		}
-		if err := setupControllers(mgr, o, settings); err != nil {
+		if err := setupControllers(mgr, o, kfc, settings, shared); err != nil {
 			cancel(nil)
 			return err
 		}
@@ -109,6 +122,7 @@ func Run(ctx context.Context, o Options) error {
 		err = mgr.Start(runCtx)
 		cause := context.Cause(runCtx)
 		cancel(nil)
+		shared.stopTypes()
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -150,7 +164,10 @@ func watchConfig(ctx context.Context, cancel context.CancelCauseFunc, c client.C
 func newManager(cfg *rest.Config, scheme *runtime.Scheme, o Options, s *kubefedconfig.Settings) (manager.Manager, error) {
 	inNamespace := cache.ByObject{Namespaces: map[string]cache.Config{o.KubeFedNamespace: {}}}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        scheme,
+		Scheme: scheme,
+		// The controllers are built anew when the KubeFedConfig changes;
+		// controller-runtime otherwise refuses a name it saw before.
+		Controller:                    config.Controller{SkipNameValidation: ptr.To(true)},
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:        o.HealthAddr,
 		LeaderElection:                o.LeaderElect,
@@ -182,7 +199,46 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, o Options, s *kubefedc
 	return mgr, nil
 }
 
+// sharedState is what the controllers share across manager restarts.
+type sharedState struct {
+	registry  *clusterclient.Registry
+	readiness *cluster.ReadinessTracker
+	types     typeconfig.TypeRunner
+	// typeConfigs is the running FederatedTypeConfig controller.
+	typeConfigs *typeconfig.Reconciler
+}
+
+// stopTypes stops the per-type machinery the last manager started, so the
+// next one starts from a clean slate.
+func (s *sharedState) stopTypes() {
+	if s.typeConfigs == nil {
+		return
+	}
+	for _, name := range s.typeConfigs.Running() {
+		s.types.StopType(name)
+	}
+	s.typeConfigs = nil
+}
+
 // setupControllers registers every controller with the manager.
-func setupControllers(mgr manager.Manager, o Options, s *kubefedconfig.Settings) error {
+func setupControllers(mgr manager.Manager, o Options, kfc *corev1beta1.KubeFedConfig, s *kubefedconfig.Settings, shared *sharedState) error {
+	clusters := &cluster.Reconciler{
+		Options:   cluster.OptionsFromConfig(o.KubeFedNamespace, kfc.Spec.ClusterHealthCheck),
+		Registry:  shared.registry,
+		Readiness: shared.readiness,
+	}
+	if err := clusters.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up the KubeFedCluster controller: %w", err)
+	}
+	types := &typeconfig.Reconciler{
+		Runner:           shared.types,
+		Namespace:        o.KubeFedNamespace,
+		PushReconciler:   s.FeatureGates[corev1beta1.PushReconciler],
+		StatusCollection: s.FeatureGates[corev1beta1.RawResourceStatusCollection],
+	}
+	if err := types.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up the FederatedTypeConfig controller: %w", err)
+	}
+	shared.typeConfigs = types
 	return nil
 }
