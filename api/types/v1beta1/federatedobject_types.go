@@ -86,7 +86,7 @@ type OverrideItem struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
 	// +kubebuilder:validation:XValidation:rule="self.startsWith('/')",message="path must be a JSON pointer starting with '/'"
-	// +kubebuilder:validation:XValidation:rule="!(self in ['/metadata/name', '/metadata/namespace', '/metadata/generateName', '/kind', '/apiVersion'])",message="path must not override the object's identity (/metadata/name, /metadata/namespace, /metadata/generateName, /kind, /apiVersion)"
+	// +kubebuilder:validation:XValidation:rule="!(self in ['/metadata/name', '/metadata/namespace', '/metadata/generateName', '/kind'])",message="path must not override the object's identity (/metadata/name, /metadata/namespace, /metadata/generateName, /kind)"
 	Path string `json:"path"`
 
 	// Value is the value to set; any JSON value.

@@ -1,0 +1,71 @@
+package overrides
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Pointer is a parsed JSON pointer (RFC 6901): its reference tokens, unescaped.
+type Pointer []string
+
+// ParsePointer parses a JSON pointer such as /metadata/labels/app.kubernetes.io~1name.
+// The empty pointer (the whole document) is rejected: an override cannot
+// replace the whole object, and KubeFed could not apply one either.
+func ParsePointer(s string) (Pointer, error) {
+	if !strings.HasPrefix(s, "/") {
+		return nil, fmt.Errorf("path %q: a JSON pointer must start with %q", s, "/")
+	}
+	tokens := strings.Split(s[1:], "/")
+	for i, tok := range tokens {
+		if !strings.Contains(tok, "~") {
+			continue
+		}
+		unescaped, err := unescape(tok)
+		if err != nil {
+			return nil, fmt.Errorf("path %q: %w", s, err)
+		}
+		tokens[i] = unescaped
+	}
+	return Pointer(tokens), nil
+}
+
+// unescape decodes ~1 to / and ~0 to ~; any other use of ~ is malformed.
+// Decoding in one pass gets "~01" right (it is "~1", not "/").
+func unescape(tok string) (string, error) {
+	var b strings.Builder
+	b.Grow(len(tok))
+	for i := 0; i < len(tok); i++ {
+		if tok[i] != '~' {
+			b.WriteByte(tok[i])
+			continue
+		}
+		if i+1 == len(tok) {
+			return "", fmt.Errorf("token %q ends with %q; escape it as ~0", tok, "~")
+		}
+		switch tok[i+1] {
+		case '0':
+			b.WriteByte('~')
+		case '1':
+			b.WriteByte('/')
+		default:
+			return "", fmt.Errorf("token %q has %q; only ~0 and ~1 are valid escapes", tok, tok[i:i+2])
+		}
+		i++
+	}
+	return b.String(), nil
+}
+
+// String returns p in its escaped form, as it would be written in a manifest.
+func (p Pointer) String() string {
+	var b strings.Builder
+	for _, tok := range p {
+		b.WriteByte('/')
+		if !strings.ContainsAny(tok, "~/") {
+			b.WriteString(tok)
+			continue
+		}
+		// ~ first, so that the ~ introduced by escaping / is not escaped again.
+		b.WriteString(strings.ReplaceAll(strings.ReplaceAll(tok, "~", "~0"), "/", "~1"))
+	}
+	return b.String()
+}
