@@ -1,0 +1,273 @@
+package typeconfig
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
+)
+
+// TypeRunner starts and stops the machinery that propagates one federated
+// type (and collects its status). The propagation engine implements it.
+type TypeRunner interface {
+	// StartType starts propagating the type; it must not block on member clusters.
+	StartType(ctx context.Context, ftc *corev1beta1.FederatedTypeConfig) error
+	// StopType stops the type's machinery; stopping a type that is not running is a no-op.
+	StopType(name string)
+}
+
+// Condition type and reasons on FederatedTypeConfig status.
+const (
+	ConditionReady = "Ready"
+
+	ReasonRunning                = "Running"
+	ReasonPropagationDisabled    = "PropagationDisabled"
+	ReasonPushReconcilerDisabled = "PushReconcilerDisabled"
+	ReasonNamespacesNotEnabled   = "NamespaceTypeNotEnabled"
+	ReasonTargetTypeNotFound     = "TargetTypeNotFound"
+	ReasonFederatedTypeNotFound  = "FederatedTypeNotFound"
+	ReasonStartFailed            = "StartFailed"
+)
+
+// missingTypeRetry is how soon a type whose CRD is missing is checked again.
+const missingTypeRetry = 15 * time.Second
+
+// Reconciler is the FederatedTypeConfig controller.
+type Reconciler struct {
+	Client    client.Client
+	Mapper    meta.RESTMapper
+	Recorder  events.EventRecorder
+	Runner    TypeRunner
+	Namespace string
+	// PushReconciler is the feature gate that switches all propagation on.
+	PushReconciler bool
+	// StatusCollection is the RawResourceStatusCollection feature gate.
+	StatusCollection bool
+
+	mu      sync.Mutex
+	running map[string]corev1beta1.FederatedTypeConfigSpec
+}
+
+// SetupWithManager registers the controller.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Client == nil {
+		r.Client = mgr.GetClient()
+	}
+	if r.Mapper == nil {
+		r.Mapper = mgr.GetRESTMapper()
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder("federatedtypeconfig-controller")
+	}
+	r.running = map[string]corev1beta1.FederatedTypeConfigSpec{}
+	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == r.Namespace })
+	// Every namespaced type waits for the namespaces type: a change of it
+	// re-evaluates them all.
+	onNamespacesType := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		if o.GetName() != corev1beta1.NamespacesTypeConfigName {
+			return nil
+		}
+		list := &corev1beta1.FederatedTypeConfigList{}
+		if err := r.Client.List(ctx, list, client.InNamespace(r.Namespace)); err != nil {
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(list.Items))
+		for _, ftc := range list.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&ftc)})
+		}
+		return reqs
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("federatedtypeconfig").
+		For(&corev1beta1.FederatedTypeConfig{}, builder.WithPredicates(inNamespace, predicate.GenerationChangedPredicate{})).
+		Watches(&corev1beta1.FederatedTypeConfig{}, onNamespacesType, builder.WithPredicates(inNamespace)).
+		Complete(r)
+}
+
+// Running lists the types whose machinery runs.
+func (r *Reconciler) Running() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	names := make([]string, 0, len(r.running))
+	for n := range r.running {
+		names = append(names, n)
+	}
+	return names
+}
+
+// Reconcile brings one type's machinery in line with its FederatedTypeConfig.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ftc := &corev1beta1.FederatedTypeConfig{}
+	if err := r.Client.Get(ctx, req.NamespacedName, ftc); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.stop(req.Name)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if !ftc.DeletionTimestamp.IsZero() {
+		r.stop(ftc.Name)
+		if controllerutil.RemoveFinalizer(ftc, corev1beta1.FederatedTypeConfigFinalizer) {
+			if err := r.Client.Update(ctx, ftc); err != nil && !apierrors.IsNotFound(err) {
+				return ctrl.Result{}, fmt.Errorf("remove finalizer from FederatedTypeConfig %s: %w", ftc.Name, err)
+			}
+		}
+		return ctrl.Result{}, nil
+	}
+	if controllerutil.AddFinalizer(ftc, corev1beta1.FederatedTypeConfigFinalizer) {
+		if err := r.Client.Update(ctx, ftc); err != nil {
+			return ctrl.Result{}, fmt.Errorf("add finalizer to FederatedTypeConfig %s: %w", ftc.Name, err)
+		}
+	}
+
+	verdict := r.decide(ctx, ftc)
+	var startErr error
+	if verdict.run {
+		startErr = r.ensureRunning(ctx, ftc)
+		if startErr != nil {
+			verdict = decision{reason: ReasonStartFailed, message: startErr.Error()}
+		}
+	} else {
+		r.stop(ftc.Name)
+	}
+	if verdict.warn {
+		r.Recorder.Eventf(ftc, nil, corev1.EventTypeWarning, verdict.reason, "Reconcile", "%s", verdict.message)
+	}
+	if err := r.writeStatus(ctx, ftc, verdict); err != nil {
+		return ctrl.Result{}, err
+	}
+	if startErr != nil {
+		return ctrl.Result{}, startErr
+	}
+	if verdict.retry {
+		return ctrl.Result{RequeueAfter: missingTypeRetry}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// decision is whether a type should run, and if not, why.
+type decision struct {
+	run     bool
+	reason  string
+	message string
+	warn    bool // a problem for the user, reported as a warning event
+	retry   bool // may resolve by itself (a CRD being installed)
+}
+
+func (r *Reconciler) decide(ctx context.Context, ftc *corev1beta1.FederatedTypeConfig) decision {
+	if !ftc.PropagationEnabled() {
+		return decision{reason: ReasonPropagationDisabled, message: "spec.propagation is Disabled"}
+	}
+	if !r.PushReconciler {
+		return decision{reason: ReasonPushReconcilerDisabled, message: "the PushReconciler feature gate is disabled in the KubeFedConfig"}
+	}
+	if ftc.Spec.TargetType.Namespaced() && !ftc.IsNamespace() {
+		ns := &corev1beta1.FederatedTypeConfig{}
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: corev1beta1.NamespacesTypeConfigName}, ns)
+		if err != nil || !ns.PropagationEnabled() || !ns.DeletionTimestamp.IsZero() {
+			return decision{reason: ReasonNamespacesNotEnabled, warn: true,
+				message: fmt.Sprintf("namespaced type %s waits for the FederatedTypeConfig %q with propagation Enabled",
+					ftc.Name, corev1beta1.NamespacesTypeConfigName)}
+		}
+	}
+	if err := r.served(ftc.Spec.TargetType); err != nil {
+		return decision{reason: ReasonTargetTypeNotFound, warn: true, retry: true,
+			message: fmt.Sprintf("the host cluster does not serve the target type: %v", err)}
+	}
+	if err := r.served(ftc.Spec.FederatedType); err != nil {
+		return decision{reason: ReasonFederatedTypeNotFound, warn: true, retry: true,
+			message: fmt.Sprintf("the host cluster does not serve the federated type (install its CRD, e.g. with kubefedctl enable): %v", err)}
+	}
+	return decision{run: true, reason: ReasonRunning, message: "propagation controller running"}
+}
+
+func (r *Reconciler) served(a corev1beta1.APIResource) error {
+	gvk := schema.GroupVersionKind{Group: a.Group, Version: a.Version, Kind: a.Kind}
+	mapping, err := r.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return fmt.Errorf("%s: %w", gvk, err)
+	}
+	if mapping.Resource.Resource != a.PluralName {
+		return fmt.Errorf("%s is served as %q, not %q", gvk, mapping.Resource.Resource, a.PluralName)
+	}
+	return nil
+}
+
+func (r *Reconciler) ensureRunning(ctx context.Context, ftc *corev1beta1.FederatedTypeConfig) error {
+	r.mu.Lock()
+	current, running := r.running[ftc.Name]
+	r.mu.Unlock()
+	if running && reflect.DeepEqual(current, ftc.Spec) {
+		return nil
+	}
+	if running {
+		// A changed target version, scope or status setting means a new
+		// informer set: restart rather than mutate a running controller.
+		r.stop(ftc.Name)
+	}
+	if err := r.Runner.StartType(ctx, ftc.DeepCopy()); err != nil {
+		return fmt.Errorf("start propagation of %s: %w", ftc.Name, err)
+	}
+	r.mu.Lock()
+	r.running[ftc.Name] = *ftc.Spec.DeepCopy()
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *Reconciler) stop(name string) {
+	r.mu.Lock()
+	_, running := r.running[name]
+	delete(r.running, name)
+	r.mu.Unlock()
+	if running {
+		r.Runner.StopType(name)
+	}
+}
+
+func (r *Reconciler) writeStatus(ctx context.Context, ftc *corev1beta1.FederatedTypeConfig, d decision) error {
+	status := ftc.Status.DeepCopy()
+	status.ObservedGeneration = ftc.Generation
+	status.PropagationController = corev1beta1.ControllerStatusNotRunning
+	statusController := corev1beta1.ControllerStatusNotRunning
+	if d.run {
+		status.PropagationController = corev1beta1.ControllerStatusRunning
+		if ftc.StatusCollectionEnabled() && r.StatusCollection {
+			statusController = corev1beta1.ControllerStatusRunning
+		}
+	}
+	status.StatusController = &statusController
+	cond := metav1.Condition{
+		Type: ConditionReady, Status: metav1.ConditionFalse, Reason: d.reason, Message: d.message,
+		ObservedGeneration: ftc.Generation,
+	}
+	if d.run {
+		cond.Status = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&status.Conditions, cond)
+	if reflect.DeepEqual(*status, ftc.Status) {
+		return nil
+	}
+	patch := client.MergeFrom(ftc.DeepCopy())
+	ftc.Status = *status
+	if err := r.Client.Status().Patch(ctx, ftc, patch); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("write status of FederatedTypeConfig %s: %w", ftc.Name, err)
+	}
+	return nil
+}
