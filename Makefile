@@ -75,7 +75,7 @@ clusters-up: cluster-tools ## Start a host and $(MEMBERS) member clusters under 
 
 .PHONY: clusters-down
 clusters-down: ## Stop the local clusters.
-	go run ./hack/localcluster down --dir $(LOCAL)
+	hack/demo-down.sh $(LOCAL)
 
 .PHONY: demo
 demo: cluster-tools build ## The local federation demo.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The local federation demo: a host and two member clusters on this machine,
-# the KubeFed CRDs and default federated types installed in the host.
-# Everything runs as local processes; `make clusters-down` stops them.
+# the KubeFed CRDs and default federated types installed in the host, the
+# controller-manager running and both members joined. Everything runs as
+# local processes; `make clusters-down` stops them.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -9,11 +10,12 @@ dir=${LOCAL:-$root/.local}
 ns=kube-federation-system
 kubeconfig=$dir/kubeconfig
 kubectl() { "$root/bin/kubectl" --kubeconfig "$kubeconfig" "$@"; }
+kubefedctl() { "$root/bin/kubefedctl" --kubeconfig "$kubeconfig" "$@"; }
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
 step "Starting a host and 2 member clusters (etcd + kube-apiserver + kube-controller-manager each)"
-go run ./hack/localcluster down --dir "$dir" >/dev/null 2>&1 || true
+hack/demo-down.sh "$dir" >/dev/null 2>&1 || true
 go run ./hack/localcluster up --dir "$dir" --members 2
 
 step "Installing the KubeFed CRDs into the host"
@@ -26,10 +28,28 @@ kubectl --context host create namespace "$ns" --dry-run=client -o yaml | kubectl
 kubectl --context host apply --server-side -f config/default-types >/dev/null
 kubectl --context host -n "$ns" get federatedtypeconfigs
 
+step "Starting the controller-manager (log: $dir/controller-manager.log)"
+setsid nohup "$root/bin/controller-manager" --kubeconfig "$kubeconfig" --context host \
+  --metrics-addr 127.0.0.1:28080 --health-addr 127.0.0.1:28081 \
+  >"$dir/controller-manager.log" 2>&1 </dev/null &
+echo $! >"$dir/controller-manager.pid"
+for _ in $(seq 1 60); do
+  curl -fsS http://127.0.0.1:28081/healthz >/dev/null 2>&1 && break
+  sleep 0.5
+done
+curl -fsS http://127.0.0.1:28081/healthz >/dev/null || { tail -20 "$dir/controller-manager.log"; exit 1; }
+
+step "Joining member1 and member2"
+kubefedctl join member1 --cluster-context member1 --host-cluster-context host
+kubefedctl join member2 --cluster-context member2 --host-cluster-context host
+kubectl --context host -n "$ns" wait --for=condition=Ready --timeout=90s kubefedclusters --all
+kubectl --context host -n "$ns" get kubefedclusters -o wide
+
 step "Done"
 cat <<MSG
 Clusters: host, member1, member2 (kubeconfig: $kubeconfig)
-  $root/bin/kubectl --kubeconfig $kubeconfig --context host get crd
-  $root/bin/kubectl --kubeconfig $kubeconfig --context member1 get ns
-Stop them with: make clusters-down
+  $root/bin/kubectl --kubeconfig $kubeconfig --context host -n $ns get kubefedclusters -o yaml
+  $root/bin/kubectl --kubeconfig $kubeconfig --context host -n $ns get federatedtypeconfigs
+  curl -s http://127.0.0.1:28080/metrics | grep kubefedcluster_total
+Stop everything with: make clusters-down
 MSG

@@ -25,7 +25,6 @@ import (
 	dnsv1alpha1 "github.com/kubefed-io/kubefed/api/multiclusterdns/v1alpha1"
 	schedulingv1alpha1 "github.com/kubefed-io/kubefed/api/scheduling/v1alpha1"
 	"github.com/kubefed-io/kubefed/controllers/cluster"
-	"github.com/kubefed-io/kubefed/controllers/typeconfig"
 	"github.com/kubefed-io/kubefed/pkg/clusterclient"
 	"github.com/kubefed-io/kubefed/pkg/kubefedconfig"
 	"github.com/kubefed-io/kubefed/pkg/version"
@@ -97,7 +96,6 @@ func Run(ctx context.Context, o Options) error {
 	shared := &sharedState{
 		registry:  clusterclient.NewRegistry(clusterclient.ConfigOptions{}),
 		readiness: cluster.NewReadinessTracker(o.KubeFedNamespace),
-		types:     &typeconfig.RecordingRunner{Log: ctrl.Log.WithName("types")},
 	}
 
 	for {
@@ -114,7 +112,7 @@ func Run(ctx context.Context, o Options) error {
 			cancel(nil)
 			return err
 		}
-		if err := setupControllers(mgr, o, kfc, settings, shared); err != nil {
+		if err := setupControllers(mgr, o, kfc, shared); err != nil {
 			cancel(nil)
 			return err
 		}
@@ -122,7 +120,6 @@ func Run(ctx context.Context, o Options) error {
 		err = mgr.Start(runCtx)
 		cause := context.Cause(runCtx)
 		cancel(nil)
-		shared.stopTypes()
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -203,25 +200,10 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, o Options, s *kubefedc
 type sharedState struct {
 	registry  *clusterclient.Registry
 	readiness *cluster.ReadinessTracker
-	types     typeconfig.TypeRunner
-	// typeConfigs is the running FederatedTypeConfig controller.
-	typeConfigs *typeconfig.Reconciler
-}
-
-// stopTypes stops the per-type machinery the last manager started, so the
-// next one starts from a clean slate.
-func (s *sharedState) stopTypes() {
-	if s.typeConfigs == nil {
-		return
-	}
-	for _, name := range s.typeConfigs.Running() {
-		s.types.StopType(name)
-	}
-	s.typeConfigs = nil
 }
 
 // setupControllers registers every controller with the manager.
-func setupControllers(mgr manager.Manager, o Options, kfc *corev1beta1.KubeFedConfig, s *kubefedconfig.Settings, shared *sharedState) error {
+func setupControllers(mgr manager.Manager, o Options, kfc *corev1beta1.KubeFedConfig, shared *sharedState) error {
 	clusters := &cluster.Reconciler{
 		Options:   cluster.OptionsFromConfig(o.KubeFedNamespace, kfc.Spec.ClusterHealthCheck),
 		Registry:  shared.registry,
@@ -230,15 +212,8 @@ func setupControllers(mgr manager.Manager, o Options, kfc *corev1beta1.KubeFedCo
 	if err := clusters.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the KubeFedCluster controller: %w", err)
 	}
-	types := &typeconfig.Reconciler{
-		Runner:           shared.types,
-		Namespace:        o.KubeFedNamespace,
-		PushReconciler:   s.FeatureGates[corev1beta1.PushReconciler],
-		StatusCollection: s.FeatureGates[corev1beta1.RawResourceStatusCollection],
-	}
-	if err := types.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("set up the FederatedTypeConfig controller: %w", err)
-	}
-	shared.typeConfigs = types
+	// The FederatedTypeConfig controller (controllers/typeconfig) is wired
+	// in together with the propagation engine it starts: reporting types as
+	// Running before anything propagates them would mislead users.
 	return nil
 }

@@ -6,7 +6,9 @@ import (
 	"sync"
 
 	"github.com/go-logr/logr"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
@@ -37,8 +39,14 @@ type cluster struct {
 	// metadata lists arbitrary resources, to tell whether a namespace
 	// holds anything join did not create.
 	metadata metadata.Interface
-	// fed reads and writes the core.kubefed.io objects of the host.
+	// fed reads and writes the core.kubefed.io objects and the
+	// CustomResourceDefinitions of the host.
 	fed client.Client
+	// dynamic reads and writes objects of any type: the targets that
+	// federate reads and the Federated<T> objects it creates.
+	dynamic dynamic.Interface
+	// namespace is the context's default namespace, "" when it sets none.
+	namespace string
 }
 
 // clusterConnector resolves kubeconfig contexts into clusters.
@@ -123,10 +131,11 @@ func (k *kubeconfigConnector) connect(contextName string) (*cluster, error) {
 		return nil, fmt.Errorf("kubeconfig context %q: read TLS files: %w", contextName, err)
 	}
 	c := &cluster{
-		context:  contextName,
-		server:   cfg.Host,
-		caData:   tls.CAData,
-		insecure: cfg.Insecure,
+		context:   contextName,
+		server:    cfg.Host,
+		caData:    tls.CAData,
+		insecure:  cfg.Insecure,
+		namespace: kctx.Namespace,
 	}
 	if kc, ok := raw.Clusters[kctx.Cluster]; ok {
 		c.proxyURL = kc.ProxyURL
@@ -141,6 +150,9 @@ func (k *kubeconfigConnector) connect(contextName string) (*cluster, error) {
 	if c.metadata, err = metadata.NewForConfig(metaCfg); err != nil {
 		return nil, fmt.Errorf("kubeconfig context %q: %w", contextName, err)
 	}
+	if c.dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+		return nil, fmt.Errorf("kubeconfig context %q: %w", contextName, err)
+	}
 	// Errors reach kubefedctl as return values; the client's own log would
 	// only make controller-runtime complain that no logger was set.
 	quiet := logr.New(ctrllog.NullLogSink{})
@@ -151,11 +163,15 @@ func (k *kubeconfigConnector) connect(contextName string) (*cluster, error) {
 	return c, nil
 }
 
-// newScheme knows the built-in types and the core.kubefed.io API.
+// newScheme knows the built-in types, CustomResourceDefinitions and the
+// core.kubefed.io API.
 func newScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
-	// Both only fail on a programming error (a type registered twice).
+	// These only fail on a programming error (a type registered twice).
 	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
 		panic(err)
 	}
 	if err := corev1beta1.AddToScheme(s); err != nil {

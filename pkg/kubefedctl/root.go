@@ -42,7 +42,8 @@ func newRootCommand(streams IOStreams, newConnector func(*globalOptions, IOStrea
 		Use:   "kubefedctl",
 		Short: "kubefedctl controls a KubeFed control plane",
 		Long: `kubefedctl registers member clusters with a KubeFed-compatible control plane
-and manages what it federates. It reads the same kubeconfig as kubectl.`,
+(join, unjoin) and manages what it federates (enable, disable, federate,
+orphaning-deletion). It reads the same kubeconfig as kubectl.`,
 		// Errors are printed once, by main, in kubectl's "error: ..." form;
 		// a failed API call is no reason to print the usage.
 		SilenceErrors: true,
@@ -64,6 +65,10 @@ and manages what it federates. It reads the same kubeconfig as kubectl.`,
 	cmd.AddCommand(
 		newJoinCommand(g, streams),
 		newUnjoinCommand(g, streams),
+		newEnableCommand(g, streams),
+		newDisableCommand(g, streams),
+		newFederateCommand(g, streams),
+		newOrphaningDeletionCommand(g, streams),
 		newVersionCommand(streams),
 	)
 	return cmd

@@ -11,6 +11,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -56,6 +57,34 @@ func conditionState(ctx context.Context, name string, t corev1beta1.ClusterCondi
 		return "absent"
 	}
 	return fmt.Sprintf("%s/%s", c.Status, ptr.Deref(c.Reason, ""))
+}
+
+// waitReady waits for a KubeFedCluster to be Ready and fails with its
+// conditions and events when it does not become so.
+func waitReady(ctx context.Context, name string, timeout time.Duration) {
+	GinkgoHelper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if conditionState(ctx, name, corev1beta1.ClusterReady) == "True/ClusterReady" {
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	Fail(fmt.Sprintf("KubeFedCluster %s not Ready after %s:\n%s", name, timeout, describeCluster(ctx, name)))
+}
+
+// describeCluster renders a KubeFedCluster's conditions and events for failure messages.
+func describeCluster(ctx context.Context, name string) string {
+	kfc := &corev1beta1.KubeFedCluster{}
+	if err := fw.Host.Client.Get(ctx, client.ObjectKey{Namespace: kubefedNS, Name: name}, kfc); err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, c := range kfc.Status.Conditions {
+		fmt.Fprintf(&b, "%s=%s %s: %s\n", c.Type, c.Status, ptr.Deref(c.Reason, ""), ptr.Deref(c.Message, ""))
+	}
+	b.WriteString(strings.Join(eventReasons(ctx, name), "\n"))
+	return b.String()
 }
 
 func eventReasons(ctx context.Context, name string) []string {
@@ -352,6 +381,30 @@ var _ = Describe("Member clusters", Ordered, func() {
 		Expect(cm.Exited()).To(BeFalse(), "the controller-manager must keep running")
 		_, _, err = fw.Kubefedctl(ctx, "join", fw.Host.Name, "--cluster-context", fw.Host.Name, "--host-cluster-context", fw.Host.Name)
 		Expect(err).NotTo(HaveOccurred())
+	})
+
+	It("holds the leader Lease kubefed-controller-manager", func(ctx context.Context) {
+		lease := &coordinationv1.Lease{}
+		Expect(fw.Host.Client.Get(ctx, client.ObjectKey{Namespace: kubefedNS, Name: "kubefed-controller-manager"}, lease)).To(Succeed())
+		Expect(ptr.Deref(lease.Spec.HolderIdentity, "")).NotTo(BeEmpty())
+	})
+
+	It("applies a changed KubeFedConfig without a process restart", func(ctx context.Context) {
+		cfg := &corev1beta1.KubeFedConfig{}
+		Expect(fw.Host.Client.Get(ctx, client.ObjectKey{Namespace: kubefedNS, Name: corev1beta1.KubeFedConfigName}, cfg)).To(Succeed())
+		cfg.Spec.ClusterHealthCheck.Period = &metav1.Duration{Duration: 3 * time.Second}
+		Expect(fw.Host.Client.Update(ctx, cfg)).To(Succeed())
+		Eventually(func() string { return framework.ReadFile(cm.LogPath) }).WithTimeout(30 * time.Second).
+			Should(ContainSubstring("KubeFedConfig changed; restarting the controllers"))
+		Expect(cm.Exited()).To(BeFalse())
+		// The restarted controllers keep probing: a stopped member still goes Offline.
+		m := fw.Members[0]
+		Expect(m.Local.StopAPIServer()).To(Succeed())
+		Eventually(func() string { return conditionState(ctx, m.Name, corev1beta1.ClusterOffline) }).
+			WithTimeout(30 * time.Second).Should(Equal("True/ClusterNotReachable"))
+		Expect(m.Local.StartAPIServer(ctx)).To(Succeed())
+		Eventually(func() string { return conditionState(ctx, m.Name, corev1beta1.ClusterReady) }).
+			WithTimeout(60 * time.Second).Should(Equal("True/ClusterReady"))
 	})
 
 	It("exports the cluster metrics KubeFed users scrape", func() {

@@ -155,3 +155,12 @@ func tail(path string, lines int) string {
 	}
 	return strings.Join(all, "\n")
 }
+
+// ReadFile returns a file's content, or "" when it cannot be read.
+func ReadFile(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return string(data)
+}
