@@ -25,6 +25,7 @@ import (
 	dnsv1alpha1 "github.com/kubefed-io/kubefed/api/multiclusterdns/v1alpha1"
 	schedulingv1alpha1 "github.com/kubefed-io/kubefed/api/scheduling/v1alpha1"
 	"github.com/kubefed-io/kubefed/controllers/cluster"
+	"github.com/kubefed-io/kubefed/controllers/typeconfig"
 	"github.com/kubefed-io/kubefed/pkg/clusterclient"
 	"github.com/kubefed-io/kubefed/pkg/kubefedconfig"
 	"github.com/kubefed-io/kubefed/pkg/version"
@@ -96,6 +97,9 @@ func Run(ctx context.Context, o Options) error {
 	shared := &sharedState{
 		registry:  clusterclient.NewRegistry(clusterclient.ConfigOptions{}),
 		readiness: cluster.NewReadinessTracker(o.KubeFedNamespace),
+		// The propagation engine replaces the recording runner; until then
+		// the type lifecycle is tracked and logged.
+		types: &typeconfig.RecordingRunner{Log: ctrl.Log.WithName("types")},
 	}
 
 	for {
@@ -112,7 +116,7 @@ func Run(ctx context.Context, o Options) error {
 			cancel(nil)
 			return err
 		}
-		if err := setupControllers(mgr, o, kfc, shared); err != nil {
+		if err := setupControllers(mgr, o, kfc, settings, shared); err != nil {
 			cancel(nil)
 			return err
 		}
@@ -120,6 +124,7 @@ func Run(ctx context.Context, o Options) error {
 		err = mgr.Start(runCtx)
 		cause := context.Cause(runCtx)
 		cancel(nil)
+		shared.stopTypes()
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -200,10 +205,25 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, o Options, s *kubefedc
 type sharedState struct {
 	registry  *clusterclient.Registry
 	readiness *cluster.ReadinessTracker
+	types     typeconfig.TypeRunner
+	// typeConfigs is the FederatedTypeConfig controller of the running manager.
+	typeConfigs *typeconfig.Reconciler
+}
+
+// stopTypes stops the per-type machinery the last manager started, so the
+// next one starts from a clean slate.
+func (s *sharedState) stopTypes() {
+	if s.typeConfigs == nil {
+		return
+	}
+	for _, name := range s.typeConfigs.Running() {
+		s.types.StopType(name)
+	}
+	s.typeConfigs = nil
 }
 
 // setupControllers registers every controller with the manager.
-func setupControllers(mgr manager.Manager, o Options, kfc *corev1beta1.KubeFedConfig, shared *sharedState) error {
+func setupControllers(mgr manager.Manager, o Options, kfc *corev1beta1.KubeFedConfig, s *kubefedconfig.Settings, shared *sharedState) error {
 	clusters := &cluster.Reconciler{
 		Options:   cluster.OptionsFromConfig(o.KubeFedNamespace, kfc.Spec.ClusterHealthCheck),
 		Registry:  shared.registry,
@@ -212,8 +232,15 @@ func setupControllers(mgr manager.Manager, o Options, kfc *corev1beta1.KubeFedCo
 	if err := clusters.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the KubeFedCluster controller: %w", err)
 	}
-	// The FederatedTypeConfig controller (controllers/typeconfig) is wired
-	// in together with the propagation engine it starts: reporting types as
-	// Running before anything propagates them would mislead users.
+	types := &typeconfig.Reconciler{
+		Runner:           shared.types,
+		Namespace:        o.KubeFedNamespace,
+		PushReconciler:   s.FeatureGates[corev1beta1.PushReconciler],
+		StatusCollection: s.FeatureGates[corev1beta1.RawResourceStatusCollection],
+	}
+	if err := types.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up the FederatedTypeConfig controller: %w", err)
+	}
+	shared.typeConfigs = types
 	return nil
 }
