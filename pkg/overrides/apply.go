@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	typesv1beta1 "github.com/kubefed-io/kubefed/api/types/v1beta1"
+	"github.com/kubefed-io/kubefed/pkg/jsonvalue"
 )
 
 // Operation is one override of one cluster: a JSON-patch operation.
@@ -140,7 +141,7 @@ func apply(node any, o *Operation, depth int) (any, error) {
 
 	default:
 		// depth > 0: the root is always an object.
-		return nil, fmt.Errorf("%s is %s, not an object or a list", o.Path[:depth], typeName(node))
+		return nil, fmt.Errorf("%s is %s, not an object or a list", o.Path[:depth], jsonvalue.TypeName(node))
 	}
 }
 
@@ -277,26 +278,4 @@ func copyValue(v any) (any, error) {
 		return float64(v), nil
 	}
 	return nil, fmt.Errorf("value of type %T is not a JSON value", v)
-}
-
-// typeName names the JSON type of v for error messages.
-func typeName(v any) string {
-	switch m := v.(type) {
-	case nil:
-		return "null"
-	case map[string]any:
-		if m == nil {
-			return "null"
-		}
-		return "an object"
-	case []any:
-		return "a list"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64, json.Number:
-		return "a number"
-	}
-	return fmt.Sprintf("a %T", v)
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	typesv1beta1 "github.com/kubefed-io/kubefed/api/types/v1beta1"
+	"github.com/kubefed-io/kubefed/pkg/jsonvalue"
 )
 
 // ByCluster maps a cluster name to its overrides, in manifest order.
@@ -24,7 +25,7 @@ func FromUnstructured(obj map[string]any) (ByCluster, error) {
 		if obj["spec"] == nil {
 			return nil, nil
 		}
-		return nil, fmt.Errorf("spec: expected an object, got %s", typeName(obj["spec"]))
+		return nil, fmt.Errorf("spec: expected an object, got %s", jsonvalue.TypeName(obj["spec"]))
 	}
 	raw := spec["overrides"]
 	if raw == nil {
@@ -32,14 +33,14 @@ func FromUnstructured(obj map[string]any) (ByCluster, error) {
 	}
 	list, ok := raw.([]any)
 	if !ok {
-		return nil, fmt.Errorf("spec.overrides: expected a list, got %s", typeName(raw))
+		return nil, fmt.Errorf("spec.overrides: expected a list, got %s", jsonvalue.TypeName(raw))
 	}
 
 	byCluster := make(ByCluster, len(list))
 	for i, item := range list {
 		co, ok := item.(map[string]any)
 		if !ok {
-			return nil, fmt.Errorf("spec.overrides[%d]: expected an object, got %s", i, typeName(item))
+			return nil, fmt.Errorf("spec.overrides[%d]: expected an object, got %s", i, jsonvalue.TypeName(item))
 		}
 		cluster, ok := co["clusterName"].(string)
 		if !ok || cluster == "" {
@@ -79,7 +80,7 @@ func parseClusterOverrides(raw any, cluster string) ([]Operation, error) {
 	}
 	list, ok := raw.([]any)
 	if !ok {
-		return nil, fmt.Errorf(": expected a list, got %s", typeName(raw))
+		return nil, fmt.Errorf(": expected a list, got %s", jsonvalue.TypeName(raw))
 	}
 	ops := make([]Operation, 0, len(list))
 	var seen map[string]int
@@ -92,21 +93,21 @@ func parseClusterOverrides(raw any, cluster string) ([]Operation, error) {
 	for j, item := range list {
 		m, ok := item.(map[string]any)
 		if !ok {
-			return nil, fmt.Errorf("[%d]: expected an object, got %s", j, typeName(item))
+			return nil, fmt.Errorf("[%d]: expected an object, got %s", j, jsonvalue.TypeName(item))
 		}
 
 		var op typesv1beta1.OverrideOp
 		if rawOp := m["op"]; rawOp != nil {
 			s, ok := rawOp.(string)
 			if !ok {
-				return nil, fmt.Errorf("[%d].op: expected a string, got %s", j, typeName(rawOp))
+				return nil, fmt.Errorf("[%d].op: expected a string, got %s", j, jsonvalue.TypeName(rawOp))
 			}
 			op = typesv1beta1.OverrideOp(s)
 		}
 
 		path, ok := m["path"].(string)
 		if !ok {
-			return nil, fmt.Errorf("[%d].path: expected a string, got %s", j, typeName(m["path"]))
+			return nil, fmt.Errorf("[%d].path: expected a string, got %s", j, jsonvalue.TypeName(m["path"]))
 		}
 		// Paths are compared as written: RFC 6901 escaping is canonical, so
 		// one pointer has one spelling.
@@ -141,11 +142,11 @@ func parseClusterOverrides(raw any, cluster string) ([]Operation, error) {
 	return ops, nil
 }
 
-// describe is typeName, but quotes strings, for fields whose value is the
+// describe is jsonvalue.TypeName, but quotes strings, for fields whose value is the
 // problem (an empty name).
 func describe(v any) string {
 	if s, ok := v.(string); ok {
 		return fmt.Sprintf("%q", s)
 	}
-	return typeName(v)
+	return jsonvalue.TypeName(v)
 }

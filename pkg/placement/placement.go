@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+
+	"github.com/kubefed-io/kubefed/pkg/jsonvalue"
 )
 
 // Placement is a federated object's spec.placement in the form selection needs.
@@ -186,14 +188,14 @@ func FromUnstructured(obj map[string]any) (Placement, error) {
 	if raw := placement["clusters"]; raw != nil {
 		list, ok := raw.([]any)
 		if !ok {
-			return p, fmt.Errorf("spec.placement.clusters: expected a list, got %s", typeName(raw))
+			return p, fmt.Errorf("spec.placement.clusters: expected a list, got %s", jsonvalue.TypeName(raw))
 		}
 		p.HasClusters = true
 		p.Clusters = make([]string, 0, len(list))
 		for i, item := range list {
 			ref, ok := item.(map[string]any)
 			if !ok {
-				return p, fmt.Errorf("spec.placement.clusters[%d]: expected an object, got %s", i, typeName(item))
+				return p, fmt.Errorf("spec.placement.clusters[%d]: expected an object, got %s", i, jsonvalue.TypeName(item))
 			}
 			name, ok := ref["name"].(string)
 			if !ok || name == "" {
@@ -220,7 +222,7 @@ func selectorFromUnstructured(raw any, field string) (labels.Selector, error) {
 	if raw := sel["matchLabels"]; raw != nil {
 		ml, ok := raw.(map[string]any)
 		if !ok {
-			return nil, fmt.Errorf("%s.matchLabels: expected an object, got %s", field, typeName(raw))
+			return nil, fmt.Errorf("%s.matchLabels: expected an object, got %s", field, jsonvalue.TypeName(raw))
 		}
 		// Sorted keys make the first reported error deterministic.
 		keys := make([]string, 0, len(ml))
@@ -231,7 +233,7 @@ func selectorFromUnstructured(raw any, field string) (labels.Selector, error) {
 		for _, k := range keys {
 			v, ok := ml[k].(string)
 			if !ok {
-				return nil, fmt.Errorf("%s.matchLabels[%s]: expected a string, got %s", field, k, typeName(ml[k]))
+				return nil, fmt.Errorf("%s.matchLabels[%s]: expected a string, got %s", field, k, jsonvalue.TypeName(ml[k]))
 			}
 			r, err := labels.NewRequirement(k, selection.Equals, []string{v})
 			if err != nil {
@@ -244,7 +246,7 @@ func selectorFromUnstructured(raw any, field string) (labels.Selector, error) {
 	if raw := sel["matchExpressions"]; raw != nil {
 		list, ok := raw.([]any)
 		if !ok {
-			return nil, fmt.Errorf("%s.matchExpressions: expected a list, got %s", field, typeName(raw))
+			return nil, fmt.Errorf("%s.matchExpressions: expected a list, got %s", field, jsonvalue.TypeName(raw))
 		}
 		for i, item := range list {
 			r, err := requirement(item)
@@ -266,7 +268,7 @@ func selectorFromUnstructured(raw any, field string) (labels.Selector, error) {
 func requirement(item any) (*labels.Requirement, error) {
 	expr, ok := item.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf(": expected an object, got %s", typeName(item))
+		return nil, fmt.Errorf(": expected an object, got %s", jsonvalue.TypeName(item))
 	}
 	key, ok := expr["key"].(string)
 	if !ok {
@@ -293,13 +295,13 @@ func requirement(item any) (*labels.Requirement, error) {
 	if raw := expr["values"]; raw != nil {
 		list, ok := raw.([]any)
 		if !ok {
-			return nil, fmt.Errorf(".values: expected a list, got %s", typeName(raw))
+			return nil, fmt.Errorf(".values: expected a list, got %s", jsonvalue.TypeName(raw))
 		}
 		values = make([]string, 0, len(list))
 		for j, v := range list {
 			s, ok := v.(string)
 			if !ok {
-				return nil, fmt.Errorf(".values[%d]: expected a string, got %s", j, typeName(v))
+				return nil, fmt.Errorf(".values[%d]: expected a string, got %s", j, jsonvalue.TypeName(v))
 			}
 			values = append(values, s)
 		}
@@ -340,38 +342,16 @@ func nestedObject(raw any, field string) (map[string]any, error) {
 	}
 	m, ok := raw.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("%s: expected an object, got %s", field, typeName(raw))
+		return nil, fmt.Errorf("%s: expected an object, got %s", field, jsonvalue.TypeName(raw))
 	}
 	return m, nil
 }
 
-// typeName names the JSON type of v for error messages.
-func typeName(v any) string {
-	switch m := v.(type) {
-	case nil:
-		return "null"
-	case map[string]any:
-		if m == nil {
-			return "null"
-		}
-		return "an object"
-	case []any:
-		return "a list"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case int, int32, int64, float32, float64:
-		return "a number"
-	}
-	return fmt.Sprintf("%T", v)
-}
-
-// describe is typeName, but quotes strings, for fields whose value is the
+// describe is jsonvalue.TypeName, but quotes strings, for fields whose value is the
 // problem (an empty name).
 func describe(v any) string {
 	if s, ok := v.(string); ok {
 		return fmt.Sprintf("%q", s)
 	}
-	return typeName(v)
+	return jsonvalue.TypeName(v)
 }

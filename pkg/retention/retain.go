@@ -5,6 +5,8 @@ import (
 	"math"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubefed-io/kubefed/pkg/jsonvalue"
 )
 
 var (
@@ -314,7 +316,7 @@ func retainServiceAccountSecrets(desired, current map[string]any) error {
 		return fieldError(member, "secrets", err)
 	}
 	if len(cur) > 0 {
-		desired["secrets"] = copyJSON(cur)
+		desired["secrets"] = jsonvalue.Copy(cur)
 	}
 	return nil
 }
@@ -353,7 +355,7 @@ func fieldError(who, field string, err error) error {
 }
 
 func errType(want string, got any) error {
-	return fmt.Errorf("expected %s, got %s", want, typeName(got))
+	return fmt.Errorf("expected %s, got %s", want, jsonvalue.TypeName(got))
 }
 
 // ensureObject returns desired[key] as an object, creating it if absent.
@@ -442,46 +444,4 @@ func copyStrings(v any) ([]any, error) {
 		out[i] = s
 	}
 	return out, nil
-}
-
-// copyJSON deep-copies maps and lists; anything else is returned as is
-// (JSON scalars are immutable), so that malformed input cannot panic.
-func copyJSON(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(v))
-		for k, e := range v {
-			out[k] = copyJSON(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(v))
-		for i, e := range v {
-			out[i] = copyJSON(e)
-		}
-		return out
-	}
-	return v
-}
-
-// typeName names the JSON type of v for error messages.
-func typeName(v any) string {
-	switch m := v.(type) {
-	case nil:
-		return "null"
-	case map[string]any:
-		if m == nil {
-			return "null"
-		}
-		return "an object"
-	case []any:
-		return "a list"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case int, int32, int64, float32, float64:
-		return "a number"
-	}
-	return fmt.Sprintf("a %T", v)
 }

@@ -1,0 +1,51 @@
+// Package jsonvalue works with values decoded from JSON into map[string]any
+// trees, as unstructured objects hold them. It names their types for error
+// messages and copies them without panicking on malformed input.
+package jsonvalue
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// TypeName names the JSON type of v for error messages, e.g. "an object".
+func TypeName(v any) string {
+	switch m := v.(type) {
+	case nil:
+		return "null"
+	case map[string]any:
+		if m == nil {
+			return "null"
+		}
+		return "an object"
+	case []any:
+		return "a list"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64, json.Number:
+		return "a number"
+	}
+	return fmt.Sprintf("a %T", v)
+}
+
+// Copy deep-copies maps and lists; anything else is returned as is (JSON
+// scalars are immutable), so that malformed input cannot panic.
+func Copy(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = Copy(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = Copy(e)
+		}
+		return out
+	}
+	return v
+}

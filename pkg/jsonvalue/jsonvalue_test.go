@@ -1,0 +1,35 @@
+package jsonvalue
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+func TestTypeName(t *testing.T) {
+	var nilMap map[string]any
+	cases := map[string]any{
+		"null": nil, "an object": map[string]any{}, "a list": []any{}, "a string": "x",
+		"a boolean": true, "a number": json.Number("1"), "a struct {}": struct{}{},
+	}
+	for want, v := range cases {
+		if got := TypeName(v); got != want {
+			t.Errorf("TypeName(%#v) = %q, want %q", v, got, want)
+		}
+	}
+	if got := TypeName(nilMap); got != "null" {
+		t.Errorf("TypeName(nil map) = %q", got)
+	}
+}
+
+func TestCopyIsDeep(t *testing.T) {
+	in := map[string]any{"a": []any{map[string]any{"b": "c"}}, "n": int64(1)}
+	out := Copy(in).(map[string]any)
+	if !reflect.DeepEqual(in, out) {
+		t.Fatalf("copy differs: %v", out)
+	}
+	out["a"].([]any)[0].(map[string]any)["b"] = "changed"
+	if in["a"].([]any)[0].(map[string]any)["b"] != "c" {
+		t.Fatal("copy shares nested values with the original")
+	}
+}
