@@ -17,11 +17,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
+	"github.com/kubefed-io/kubefed/controllers/cluster"
+	"github.com/kubefed-io/kubefed/pkg/clusterclient"
 )
 
 // TypeRunner starts and stops the machinery that propagates one federated
@@ -49,6 +53,11 @@ const (
 // missingTypeRetry is how soon a type whose CRD is missing is checked again.
 const missingTypeRetry = 15 * time.Second
 
+// DefaultRecheckInterval is how often every type is evaluated again while
+// members are tracked, so that a target type installed in or removed from a
+// member is noticed without any event on the host.
+const DefaultRecheckInterval = time.Minute
+
 // Reconciler is the FederatedTypeConfig controller.
 type Reconciler struct {
 	Client    client.Client
@@ -61,8 +70,23 @@ type Reconciler struct {
 	// StatusCollection is the RawResourceStatusCollection feature gate.
 	StatusCollection bool
 
+	// Readiness and Registry, when both are set, are the member clusters:
+	// each type's status then says which ready members serve its target
+	// type. Without them the status leaves that out.
+	Readiness *cluster.ReadinessTracker
+	Registry  *clusterclient.Registry
+	// RecheckInterval is how often each type is evaluated again while
+	// members are tracked; zero means DefaultRecheckInterval.
+	RecheckInterval time.Duration
+	// MemberDiscoveryTTL is how long a member's discovery is reused; zero
+	// means 30 seconds.
+	MemberDiscoveryTTL time.Duration
+
 	mu      sync.Mutex
 	running map[string]corev1beta1.FederatedTypeConfigSpec
+
+	// members caches what each member serves; nil when members are not tracked.
+	members *memberDiscovery
 }
 
 // SetupWithManager registers the controller.
@@ -84,21 +108,54 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		if o.GetName() != corev1beta1.NamespacesTypeConfigName {
 			return nil
 		}
-		list := &corev1beta1.FederatedTypeConfigList{}
-		if err := r.Client.List(ctx, list, client.InNamespace(r.Namespace)); err != nil {
-			return nil
-		}
-		reqs := make([]reconcile.Request, 0, len(list.Items))
-		for _, ftc := range list.Items {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&ftc)})
-		}
-		return reqs
+		return r.allTypeConfigs(ctx)
 	})
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("federatedtypeconfig").
 		For(&corev1beta1.FederatedTypeConfig{}, builder.WithPredicates(inNamespace, predicate.GenerationChangedPredicate{})).
-		Watches(&corev1beta1.FederatedTypeConfig{}, onNamespacesType, builder.WithPredicates(inNamespace)).
-		Complete(r)
+		Watches(&corev1beta1.FederatedTypeConfig{}, onNamespacesType, builder.WithPredicates(inNamespace))
+	if r.tracksMembers() {
+		// A discovery that changed re-evaluates every type. One pending
+		// event enqueues them all when delivered, so a full buffer loses
+		// nothing and the discovery goroutine never blocks.
+		discovered := make(chan event.GenericEvent, 1)
+		r.members = newMemberDiscovery(r.MemberDiscoveryTTL, func(name string) {
+			select {
+			case discovered <- event.GenericEvent{Object: &corev1beta1.KubeFedCluster{}}:
+			default:
+			}
+		})
+		// A member that comes or goes changes every type's presence. Its
+		// cached discovery is dropped before the types are enqueued, so
+		// that their reconciles ask it again: a member coming back may
+		// serve other APIs than before it left.
+		onReadiness := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			r.members.forget(o.GetName())
+			return r.allTypeConfigs(ctx)
+		})
+		onDiscovery := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+			return r.allTypeConfigs(ctx)
+		})
+		b = b.WatchesRawSource(cluster.ReadinessSource(r.Readiness, onReadiness)).
+			WatchesRawSource(source.Channel(discovered, onDiscovery))
+	}
+	return b.Complete(r)
+}
+
+// tracksMembers reports whether the type's presence in members is reported.
+func (r *Reconciler) tracksMembers() bool { return r.Readiness != nil && r.Registry != nil }
+
+// allTypeConfigs is a request for every FederatedTypeConfig of the namespace.
+func (r *Reconciler) allTypeConfigs(ctx context.Context) []reconcile.Request {
+	list := &corev1beta1.FederatedTypeConfigList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(r.Namespace)); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, ftc := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&ftc)})
+	}
+	return reqs
 }
 
 // Running lists the types whose machinery runs.
@@ -118,12 +175,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, ftc); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.stop(req.Name)
+			forgetPresence(req.Name)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
 	if !ftc.DeletionTimestamp.IsZero() {
 		r.stop(ftc.Name)
+		forgetPresence(ftc.Name)
 		if controllerutil.RemoveFinalizer(ftc, corev1beta1.FederatedTypeConfigFinalizer) {
 			if err := r.Client.Update(ctx, ftc); err != nil && !apierrors.IsNotFound(err) {
 				return ctrl.Result{}, fmt.Errorf("remove finalizer from FederatedTypeConfig %s: %w", ftc.Name, err)
@@ -150,7 +209,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if verdict.warn {
 		r.Recorder.Eventf(ftc, nil, corev1.EventTypeWarning, verdict.reason, "Reconcile", "%s", verdict.message)
 	}
-	if err := r.writeStatus(ctx, ftc, verdict); err != nil {
+	// Presence in members is reported, not acted on: a type missing in some
+	// members still runs, and propagation reports those members.
+	var presence *targetPresence
+	if r.tracksMembers() {
+		presence = r.reportPresence(ctx, ftc)
+	}
+	if err := r.writeStatus(ctx, ftc, verdict, presence); err != nil {
 		return ctrl.Result{}, err
 	}
 	if startErr != nil {
@@ -159,7 +224,61 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if verdict.retry {
 		return ctrl.Result{RequeueAfter: missingTypeRetry}, nil
 	}
+	if r.tracksMembers() {
+		return ctrl.Result{RequeueAfter: r.recheckInterval()}, nil
+	}
 	return ctrl.Result{}, nil
+}
+
+func (r *Reconciler) recheckInterval() time.Duration {
+	if r.RecheckInterval > 0 {
+		return r.RecheckInterval
+	}
+	return DefaultRecheckInterval
+}
+
+// reportPresence finds out which ready members serve the type's target
+// type, warns when the members missing it changed, and exports the metric.
+func (r *Reconciler) reportPresence(ctx context.Context, ftc *corev1beta1.FederatedTypeConfig) *targetPresence {
+	found := r.checkPresence(ctx, ftc.Spec.TargetType)
+	p := summarizePresence(found)
+	if p.newlyMissing(ftc.Status.TargetTypeClusterStatus) {
+		r.Recorder.Eventf(ftc, nil, corev1.EventTypeWarning, ReasonTargetTypeNotPresent, "CheckMembers", "%s",
+			missingMessage(ftc.Spec.TargetType, found))
+	}
+	publishPresence(ftc.Name, p.clusters)
+	return &p
+}
+
+// checkPresence asks every ready member, concurrently, whether it serves
+// the target type. It returns within discoveryWait whatever the members do.
+func (r *Reconciler) checkPresence(ctx context.Context, target corev1beta1.APIResource) []clusterPresence {
+	names := r.Readiness.ReadyClusters()
+	found := make([]clusterPresence, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() { found[i] = r.presenceIn(ctx, name, target) })
+	}
+	wg.Wait()
+	return found
+}
+
+func (r *Reconciler) presenceIn(ctx context.Context, name string, target corev1beta1.APIResource) clusterPresence {
+	clients, ok := r.Registry.Get(name)
+	if !ok {
+		// The cluster controller builds the clients before it reports a
+		// member ready; this is a member removed a moment ago.
+		return clusterPresence{cluster: name, problem: "no client for the cluster"}
+	}
+	apis, err := r.members.apis(ctx, clients)
+	if err != nil {
+		return clusterPresence{cluster: name, problem: err.Error()}
+	}
+	present, err := apis.serves(target)
+	if err != nil {
+		return clusterPresence{cluster: name, problem: err.Error()}
+	}
+	return clusterPresence{cluster: name, present: present}
 }
 
 // decision is whether a type should run, and if not, why.
@@ -241,8 +360,14 @@ func (r *Reconciler) stop(name string) {
 	}
 }
 
-func (r *Reconciler) writeStatus(ctx context.Context, ftc *corev1beta1.FederatedTypeConfig, d decision) error {
+// writeStatus writes the decision and, when members are tracked, the
+// target type's presence in them.
+func (r *Reconciler) writeStatus(ctx context.Context, ftc *corev1beta1.FederatedTypeConfig, d decision, presence *targetPresence) error {
 	status := ftc.Status.DeepCopy()
+	if presence != nil {
+		status.TargetTypeClusterStatus = presence.clusters
+		status.TargetTypeOverallStatus = presence.overall
+	}
 	status.ObservedGeneration = ftc.Generation
 	status.PropagationController = corev1beta1.ControllerStatusNotRunning
 	statusController := corev1beta1.ControllerStatusNotRunning

@@ -4,21 +4,30 @@ package typeconfig
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
+	"github.com/kubefed-io/kubefed/controllers/cluster"
+	"github.com/kubefed-io/kubefed/pkg/clusterclient"
 	"github.com/kubefed-io/kubefed/pkg/federatedtype"
 	"github.com/kubefed-io/kubefed/test/framework"
 	"github.com/kubefed-io/kubefed/test/localcluster"
@@ -222,4 +231,220 @@ func TestTypeConfigLifecycle(t *testing.T) {
 	if got := runner.Running(); len(got) != 0 {
 		t.Fatalf("still running: %v", got)
 	}
+}
+
+// gizmoCRD defines a cluster-scoped custom type, the target type of the
+// presence test, which the host serves and the member at first does not.
+func gizmoCRD() *apiextensionsv1.CustomResourceDefinition {
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "gizmos.presence.example.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "presence.example.com",
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "gizmos", Singular: "gizmo", Kind: "Gizmo", ListKind: "GizmoList"},
+			Scope: apiextensionsv1.ClusterScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: ptr.To(true),
+				}},
+			}},
+		},
+	}
+}
+
+// TestTypeConfigMemberPresence runs the FederatedTypeConfig controller
+// beside the real KubeFedCluster controller, sharing its client registry
+// and readiness tracker as the controller-manager does, against a host and
+// one member.
+func TestTypeConfigMemberPresence(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	fed, err := localcluster.Start(ctx, localcluster.Options{WorkDir: t.TempDir(), Clusters: []string{"host", "member1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = fed.Stop() }()
+	host, member := fed.Host(), fed.Cluster("member1")
+	scheme := framework.Scheme()
+	hostClient, err := client.New(host.RESTConfig(), client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	memberClient, err := client.New(member.RESTConfig(), client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds, err := framework.ReadCRDs(filepath.Join(root, "config", "crd", "bases"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gizmo := federatedtype.Target{Group: "presence.example.com", Version: "v1", Kind: "Gizmo", Plural: "gizmos"}
+	federatedGizmo, err := federatedtype.CRD(gizmo, federatedtype.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := framework.InstallCRDs(ctx, hostClient, append(crds, gizmoCRD(), federatedGizmo)); err != nil {
+		t.Fatal(err)
+	}
+	if err := framework.EnsureNamespace(ctx, hostClient, ns); err != nil {
+		t.Fatal(err)
+	}
+
+	ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
+	inNamespace := cache.ByObject{Namespaces: map[string]cache.Config{ns: {}}}
+	mgr, err := ctrl.NewManager(host.RESTConfig(), ctrl.Options{
+		Scheme:  scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&corev1beta1.KubeFedCluster{}:      inNamespace,
+			&corev1beta1.FederatedTypeConfig{}: inNamespace,
+			&corev1.Secret{}:                   inNamespace,
+		}},
+		// The lifecycle test registered the controller's name in this process.
+		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	registry := clusterclient.NewRegistry(clusterclient.ConfigOptions{})
+	readiness := cluster.NewReadinessTracker(ns)
+	clusters := &cluster.Reconciler{
+		Options:  cluster.Options{Namespace: ns, Period: time.Second, Timeout: time.Second, FailureThreshold: 2, SuccessThreshold: 1},
+		Registry: registry, Readiness: readiness,
+	}
+	if err := clusters.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	// Short discovery TTL and recheck, so that a CRD installed in the
+	// member is noticed within seconds.
+	r := &Reconciler{
+		Runner: &RecordingRunner{Log: ctrl.Log.WithName("runner")}, Namespace: ns, PushReconciler: true,
+		Readiness: readiness, Registry: registry,
+		RecheckInterval: 2 * time.Second, MemberDiscoveryTTL: time.Second,
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	mgrCtx, stopMgr := context.WithCancel(ctx)
+	mgrDone := make(chan error, 1)
+	go func() { mgrDone <- mgr.Start(mgrCtx) }()
+	defer func() {
+		stopMgr()
+		if err := <-mgrDone; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}()
+
+	// Join member1 as kubefedctl join would leave it in the host.
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "member1-secret", Namespace: ns},
+		Data:       map[string][]byte{clusterclient.TokenKey: []byte(member.Token), clusterclient.CAKey: member.CAData},
+	}
+	kfc := &corev1beta1.KubeFedCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "member1", Namespace: ns},
+		Spec:       corev1beta1.KubeFedClusterSpec{APIEndpoint: member.Server, SecretRef: corev1beta1.LocalSecretReference{Name: secret.Name}},
+	}
+	for _, o := range []client.Object{secret, kfc} {
+		if err := hostClient.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "member1 ready", func() (bool, string) { return readiness.IsReady("member1"), "" })
+
+	gizmos := federatedtype.TypeConfig(gizmo, federatedtype.Options{})
+	for _, ftc := range []*corev1beta1.FederatedTypeConfig{gizmos, federatedtype.TypeConfig(target("namespaces"), federatedtype.Options{})} {
+		if err := hostClient.Create(ctx, ftc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	presence := func(name string) string {
+		ftc := &corev1beta1.FederatedTypeConfig{}
+		if err := hostClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, ftc); err != nil {
+			return err.Error()
+		}
+		return fmt.Sprintf("%v %s", ftc.Status.TargetTypeClusterStatus, ftc.Status.TargetTypeOverallStatus)
+	}
+	expectPresence := func(name, want string) {
+		t.Helper()
+		waitFor(t, name+": "+want, func() (bool, string) {
+			got := presence(name)
+			return got == want, got
+		})
+	}
+	expectGauge := func(name string, want map[string]float64) {
+		t.Helper()
+		waitFor(t, fmt.Sprintf("%s gauge %v", name, want), func() (bool, string) {
+			got := seriesOf(t, name)
+			return reflect.DeepEqual(got, want), fmt.Sprint(got)
+		})
+	}
+
+	// The member serves namespaces but not gizmos: reported, with a warning
+	// naming the member, and gizmos is reported missing there by the metric.
+	expectPresence("namespaces", "[{member1 Present}] PresentInAllClusters")
+	expectPresence(gizmos.Name, "[{member1 NotPresent}] NotPresentInAllClusters")
+	expectGauge(gizmos.Name, map[string]float64{"member1": 1})
+	expectGauge("namespaces", map[string]float64{"member1": 0})
+	waitFor(t, "a TargetTypeNotPresent warning naming member1", func() (bool, string) {
+		list := &eventsv1.EventList{}
+		if err := hostClient.List(ctx, list, client.InNamespace(ns)); err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, e := range list.Items {
+			if e.Regarding.Name == gizmos.Name && e.Reason == ReasonTargetTypeNotPresent && e.Type == corev1.EventTypeWarning &&
+				strings.Contains(e.Note, "presence.example.com/v1 Gizmo (gizmos) is not served by member cluster member1") {
+				return true, ""
+			}
+			seen = append(seen, e.Reason+": "+e.Note)
+		}
+		return false, strings.Join(seen, "\n")
+	})
+	// Missing in a member does not stop the type: propagation reports
+	// that member, while the others get its objects.
+	if controller, reason := stateOf(ctx, hostClient, gizmos.Name); controller != "Running" || reason != ReasonRunning {
+		t.Errorf("gizmos %s/%s, want Running/%s", controller, reason, ReasonRunning)
+	}
+
+	// Installing the CRD in the member is noticed without any change in the host.
+	if err := framework.InstallCRDs(ctx, memberClient, []*apiextensionsv1.CustomResourceDefinition{gizmoCRD()}); err != nil {
+		t.Fatal(err)
+	}
+	expectPresence(gizmos.Name, "[{member1 Present}] PresentInAllClusters")
+	expectGauge(gizmos.Name, map[string]float64{"member1": 0})
+
+	// A member that stops being ready leaves the report, and its series the
+	// metric; back, it is asked again.
+	if err := member.StopAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	expectPresence(gizmos.Name, "[] ")
+	expectGauge(gizmos.Name, map[string]float64{})
+	if err := member.StartAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	expectPresence(gizmos.Name, "[{member1 Present}] PresentInAllClusters")
+
+	// A deleted type leaves no series behind.
+	if err := hostClient.Delete(ctx, gizmos); err != nil {
+		t.Fatal(err)
+	}
+	expectGauge(gizmos.Name, map[string]float64{})
+}
+
+// stateOf is a type's propagation controller status and Ready reason.
+func stateOf(ctx context.Context, c client.Client, name string) (string, string) {
+	ftc := &corev1beta1.FederatedTypeConfig{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, ftc); err != nil {
+		return err.Error(), ""
+	}
+	cond := meta.FindStatusCondition(ftc.Status.Conditions, ConditionReady)
+	if cond == nil {
+		return string(ftc.Status.PropagationController), ""
+	}
+	return string(ftc.Status.PropagationController), cond.Reason
 }

@@ -237,6 +237,8 @@ func setupControllers(mgr manager.Manager, o Options, kfc *corev1beta1.KubeFedCo
 		Namespace:        o.KubeFedNamespace,
 		PushReconciler:   s.FeatureGates[corev1beta1.PushReconciler],
 		StatusCollection: s.FeatureGates[corev1beta1.RawResourceStatusCollection],
+		Readiness:        shared.readiness,
+		Registry:         shared.registry,
 	}
 	if err := types.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the FederatedTypeConfig controller: %w", err)

@@ -162,22 +162,28 @@ func gone(ctx context.Context, c client.Client, obj client.Object, k client.Obje
 	return func() bool { return apierrors.IsNotFound(c.Get(ctx, k, obj)) }
 }
 
+// fastProbeConfig is the KubeFedConfig the e2e specs run with: members
+// probed every probePeriod, so that health changes show within seconds.
+func fastProbeConfig() *corev1beta1.KubeFedConfig {
+	return &corev1beta1.KubeFedConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: corev1beta1.KubeFedConfigName, Namespace: kubefedNS},
+		Spec: corev1beta1.KubeFedConfigSpec{
+			Scope: corev1beta1.ClusterScoped,
+			ClusterHealthCheck: &corev1beta1.ClusterHealthCheckConfig{
+				Period:           &metav1.Duration{Duration: probePeriod},
+				Timeout:          &metav1.Duration{Duration: time.Second},
+				FailureThreshold: ptr.To[int64](2),
+			},
+		},
+	}
+}
+
 var _ = Describe("Member clusters", Ordered, func() {
 	var cm *framework.ControllerManager
 
 	BeforeAll(func(ctx context.Context) {
 		Expect(framework.EnsureNamespace(ctx, fw.Host.Client, kubefedNS)).To(Succeed())
-		cfg := &corev1beta1.KubeFedConfig{
-			ObjectMeta: metav1.ObjectMeta{Name: corev1beta1.KubeFedConfigName, Namespace: kubefedNS},
-			Spec: corev1beta1.KubeFedConfigSpec{
-				Scope: corev1beta1.ClusterScoped,
-				ClusterHealthCheck: &corev1beta1.ClusterHealthCheckConfig{
-					Period:           &metav1.Duration{Duration: probePeriod},
-					Timeout:          &metav1.Duration{Duration: time.Second},
-					FailureThreshold: ptr.To[int64](2),
-				},
-			},
-		}
+		cfg := fastProbeConfig()
 		Expect(client.IgnoreAlreadyExists(fw.Host.Client.Create(ctx, cfg))).To(Succeed())
 		var err error
 		cm, err = fw.StartControllerManager(ctx, filepath.Join(GinkgoT().TempDir(), "cm"))

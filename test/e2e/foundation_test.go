@@ -61,16 +61,21 @@ var _ = Describe("The test bed", Ordered, func() {
 			Expect(out).To(ContainSubstring(name))
 		}
 
-		out, err = fw.Kubectl(ctx, "host", "explain", "kubefedclusters.spec.apiEndpoint")
-		Expect(err).NotTo(HaveOccurred())
-		Expect(out).To(ContainSubstring("host:port"))
-		out, err = fw.Kubectl(ctx, "host", "explain", "federateddeployments.spec.overrides.clusterOverrides")
-		Expect(err).NotTo(HaveOccurred())
-		Expect(out).To(ContainSubstring("op"))
-		Expect(out).To(ContainSubstring("path"))
-		out, err = fw.Kubectl(ctx, "host", "explain", "ftc.spec.targetType")
-		Expect(err).NotTo(HaveOccurred())
-		Expect(out).To(ContainSubstring("pluralName"))
+		// The apiserver publishes a CRD's OpenAPI asynchronously after it is
+		// Established, so explain may briefly not know a fresh type.
+		explain := func(field string, want ...string) {
+			GinkgoHelper()
+			Eventually(func(g Gomega) {
+				out, err := fw.Kubectl(ctx, "host", "explain", field)
+				g.Expect(err).NotTo(HaveOccurred())
+				for _, w := range want {
+					g.Expect(out).To(ContainSubstring(w))
+				}
+			}).WithTimeout(60*time.Second).WithPolling(time.Second).Should(Succeed(), field)
+		}
+		explain("kubefedclusters.spec.apiEndpoint", "host:port")
+		explain("federateddeployments.spec.overrides.clusterOverrides", "op", "path")
+		explain("ftc.spec.targetType", "pluralName")
 	})
 
 	It("prints KubeFed's columns and short names", func(ctx context.Context) {
