@@ -45,6 +45,15 @@ kubefedctl join member2 --cluster-context member2 --host-cluster-context host
 kubectl --context host -n "$ns" wait --for=condition=Ready --timeout=90s kubefedclusters --all
 kubectl --context host -n "$ns" get kubefedclusters -o wide
 
+step "Propagating the sample (config/samples/demo.yaml)"
+kubectl --context host apply -f config/samples/demo.yaml
+kubectl --context host -n demo wait --for=condition=Propagation --timeout=60s federateddeployment/nginx federatedservice/nginx
+for c in member1 member2; do
+  echo "--- $c"
+  kubectl --context "$c" -n demo get deployments,services -l kubefed.io/managed=true
+done
+kubectl --context host -n demo get federateddeployments,federatedservices
+
 step "Done"
 cat <<MSG
 Clusters: host, member1, member2 (kubeconfig: $kubeconfig)

@@ -28,14 +28,17 @@ type Settings struct {
 
 	FeatureGates map[corev1beta1.FeatureGate]bool
 
-	HealthCheckPeriod    time.Duration
-	HealthCheckTimeout   time.Duration
-	FailureThreshold     int
-	SuccessThreshold     int
-	SyncWorkers          int
-	AdoptResources       bool
-	StatusWorkers        int
-	OriginalResourceLock corev1beta1.ResourceLockType
+	HealthCheckPeriod  time.Duration
+	HealthCheckTimeout time.Duration
+	FailureThreshold   int
+	SuccessThreshold   int
+	SyncWorkers        int
+	AdoptResources     bool
+	// NotReadyClusterDeletionTimeout bounds how long a deletion waits for
+	// member clusters that are not Ready.
+	NotReadyClusterDeletionTimeout time.Duration
+	StatusWorkers                  int
+	OriginalResourceLock           corev1beta1.ResourceLockType
 }
 
 // defaultGates are the gates' values when a KubeFedConfig does not list them.
@@ -60,6 +63,10 @@ func New(namespace string, scope corev1beta1.Scope) *corev1beta1.KubeFedConfig {
 	SetDefaults(&cfg.Spec)
 	return cfg
 }
+
+// DefaultNotReadyClusterDeletionTimeout is how long a deletion waits for a
+// member cluster that is not Ready unless the KubeFedConfig says otherwise.
+const DefaultNotReadyClusterDeletionTimeout = 5 * time.Minute
 
 func duration(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
 
@@ -118,6 +125,9 @@ func SetDefaults(spec *corev1beta1.KubeFedConfigSpec) {
 	}
 	if spec.SyncController.AdoptResources == "" {
 		spec.SyncController.AdoptResources = corev1beta1.Enabled
+	}
+	if spec.SyncController.NotReadyClusterDeletionTimeout == nil {
+		spec.SyncController.NotReadyClusterDeletionTimeout = duration(DefaultNotReadyClusterDeletionTimeout)
 	}
 	if spec.StatusController == nil {
 		spec.StatusController = &corev1beta1.StatusControllerConfig{}
@@ -215,6 +225,7 @@ func Resolve(spec corev1beta1.KubeFedConfigSpec) (*Settings, error) {
 	default:
 		bad("syncController.adoptResources", "must be Enabled or Disabled, got %q", spec.SyncController.AdoptResources)
 	}
+	s.NotReadyClusterDeletionTimeout = positive("syncController.notReadyClusterDeletionTimeout", spec.SyncController.NotReadyClusterDeletionTimeout)
 	s.StatusWorkers = atLeastOne("statusController.maxConcurrentReconciles", spec.StatusController.MaxConcurrentReconciles)
 
 	if len(errs) > 0 {

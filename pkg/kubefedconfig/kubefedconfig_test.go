@@ -21,7 +21,7 @@ func TestResolveDefaults(t *testing.T) {
 		Scope: corev1beta1.ClusterScoped, AvailableDelay: 20 * time.Second, UnavailableDelay: time.Minute,
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 5 * time.Second,
 		HealthCheckPeriod: 10 * time.Second, HealthCheckTimeout: 3 * time.Second, FailureThreshold: 3,
-		SuccessThreshold: 1, SyncWorkers: 16, AdoptResources: true, StatusWorkers: 8,
+		SuccessThreshold: 1, SyncWorkers: 16, AdoptResources: true, NotReadyClusterDeletionTimeout: 5 * time.Minute, StatusWorkers: 8,
 		OriginalResourceLock: corev1beta1.LeasesResourceLock,
 	}
 	got := *s

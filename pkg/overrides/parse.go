@@ -20,42 +20,95 @@ type ByCluster map[string][]Operation
 //
 // Values are not copied here: Operations refer into obj, and Apply copies.
 func FromUnstructured(obj map[string]any) (ByCluster, error) {
+	byCluster, invalid, err := PerCluster(obj)
+	if err != nil {
+		return nil, err
+	}
+	if len(invalid) > 0 {
+		// Report the first offending entry in manifest order, as a reader
+		// of the manifest would find it.
+		first := ""
+		for name, e := range invalid {
+			if first == "" || e.index < invalid[first].index {
+				first = name
+			}
+		}
+		return nil, invalid[first]
+	}
+	return byCluster, nil
+}
+
+// ClusterError is what is wrong with the overrides of one cluster.
+type ClusterError struct {
+	// index is the cluster's first entry in spec.overrides.
+	index int
+	err   error
+}
+
+func (e *ClusterError) Error() string { return e.err.Error() }
+func (e *ClusterError) Unwrap() error { return e.err }
+
+// PerCluster reads spec.overrides like FromUnstructured but confines what is
+// wrong with one cluster's entry (listed twice, a bad op or path) to that
+// cluster: it is left out of ByCluster and its error is in the map, so that
+// propagation reports ApplyOverridesFailed for it alone and goes on with the
+// others. Only a malformed overrides list as a whole, or an entry without a
+// cluster name, is an error for every cluster.
+func PerCluster(obj map[string]any) (ByCluster, map[string]*ClusterError, error) {
 	spec, ok := obj["spec"].(map[string]any)
 	if !ok {
 		if obj["spec"] == nil {
-			return nil, nil
+			return nil, nil, nil
 		}
-		return nil, fmt.Errorf("spec: expected an object, got %s", jsonvalue.TypeName(obj["spec"]))
+		return nil, nil, fmt.Errorf("spec: expected an object, got %s", jsonvalue.TypeName(obj["spec"]))
 	}
 	raw := spec["overrides"]
 	if raw == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	list, ok := raw.([]any)
 	if !ok {
-		return nil, fmt.Errorf("spec.overrides: expected a list, got %s", jsonvalue.TypeName(raw))
+		return nil, nil, fmt.Errorf("spec.overrides: expected a list, got %s", jsonvalue.TypeName(raw))
 	}
 
 	byCluster := make(ByCluster, len(list))
+	var invalid map[string]*ClusterError
+	fail := func(cluster string, index int, err error) {
+		if invalid == nil {
+			invalid = map[string]*ClusterError{}
+		}
+		if _, ok := invalid[cluster]; !ok {
+			invalid[cluster] = &ClusterError{index: index, err: err}
+		}
+		delete(byCluster, cluster)
+	}
+	seen := make(map[string]bool, len(list))
 	for i, item := range list {
 		co, ok := item.(map[string]any)
 		if !ok {
-			return nil, fmt.Errorf("spec.overrides[%d]: expected an object, got %s", i, jsonvalue.TypeName(item))
+			return nil, nil, fmt.Errorf("spec.overrides[%d]: expected an object, got %s", i, jsonvalue.TypeName(item))
 		}
 		cluster, ok := co["clusterName"].(string)
 		if !ok || cluster == "" {
-			return nil, fmt.Errorf("spec.overrides[%d].clusterName: expected a non-empty string, got %s", i, describe(co["clusterName"]))
+			return nil, nil, fmt.Errorf("spec.overrides[%d].clusterName: expected a non-empty string, got %s", i, describe(co["clusterName"]))
 		}
-		if _, dup := byCluster[cluster]; dup {
-			return nil, fmt.Errorf("spec.overrides[%d].clusterName: cluster %q is listed twice (first in spec.overrides[%d])", i, cluster, firstIndex(list, cluster))
+		if seen[cluster] {
+			first := firstIndex(list, cluster)
+			// A duplicate invalidates the cluster even if its first entry
+			// was fine: which of the two was meant cannot be known.
+			delete(invalid, cluster)
+			fail(cluster, first, fmt.Errorf("spec.overrides[%d].clusterName: cluster %q is listed twice (first in spec.overrides[%d])", i, cluster, first))
+			continue
 		}
+		seen[cluster] = true
 		ops, err := parseClusterOverrides(co["clusterOverrides"], cluster)
 		if err != nil {
-			return nil, fmt.Errorf("spec.overrides[%d].clusterOverrides%w", i, err)
+			fail(cluster, i, fmt.Errorf("spec.overrides[%d].clusterOverrides%w", i, err))
+			continue
 		}
 		byCluster[cluster] = ops
 	}
-	return byCluster, nil
+	return byCluster, invalid, nil
 }
 
 // firstIndex finds where cluster was first listed; only errors need it.

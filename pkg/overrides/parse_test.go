@@ -214,3 +214,36 @@ func FuzzFromUnstructured(f *testing.F) {
 		}
 	})
 }
+
+func TestPerClusterConfinesProblemsToTheirCluster(t *testing.T) {
+	obj := map[string]any{"spec": map[string]any{"overrides": []any{
+		map[string]any{"clusterName": "ok", "clusterOverrides": []any{map[string]any{"path": "/spec/replicas", "value": int64(2)}}},
+		map[string]any{"clusterName": "dup", "clusterOverrides": []any{map[string]any{"path": "/spec/replicas", "value": int64(2)}}},
+		map[string]any{"clusterName": "badop", "clusterOverrides": []any{map[string]any{"op": "move", "path": "/spec/replicas"}}},
+		map[string]any{"clusterName": "dup", "clusterOverrides": []any{}},
+		map[string]any{"clusterName": "forbidden", "clusterOverrides": []any{map[string]any{"path": "/metadata/name", "value": "x"}}},
+	}}}
+	byCluster, invalid, err := PerCluster(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(byCluster) != 1 || len(byCluster["ok"]) != 1 {
+		t.Fatalf("valid clusters: %v", byCluster)
+	}
+	for _, c := range []string{"dup", "badop", "forbidden"} {
+		if invalid[c] == nil {
+			t.Errorf("cluster %s: want an error", c)
+		}
+	}
+	if !strings.Contains(invalid["dup"].Error(), "listed twice") {
+		t.Errorf("dup: %v", invalid["dup"])
+	}
+	// FromUnstructured reports the first problem in manifest order.
+	if _, err := FromUnstructured(obj); err == nil || !strings.Contains(err.Error(), "spec.overrides[3].clusterName") {
+		t.Errorf("FromUnstructured: %v", err)
+	}
+	// A malformed list is everyone's problem.
+	if _, _, err := PerCluster(map[string]any{"spec": map[string]any{"overrides": "x"}}); err == nil {
+		t.Error("want an error for a malformed list")
+	}
+}

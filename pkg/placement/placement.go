@@ -355,3 +355,21 @@ func describe(v any) string {
 	}
 	return jsonvalue.TypeName(v)
 }
+
+// Get returns the named cluster of the set.
+func (s ClusterSet) Get(name string) (Cluster, bool) {
+	i, ok := s.index[name]
+	if !ok {
+		return Cluster{}, false
+	}
+	return s.clusters[i], true
+}
+
+// Names returns the names of every cluster of the set, sorted.
+func (s ClusterSet) Names() []string {
+	names := make([]string, len(s.clusters))
+	for i, c := range s.clusters {
+		names[i] = c.Name
+	}
+	return names
+}

@@ -12,6 +12,7 @@ import (
 var (
 	serviceKind        = schema.GroupKind{Kind: "Service"}
 	serviceAccountKind = schema.GroupKind{Kind: "ServiceAccount"}
+	jobKind            = schema.GroupKind{Group: "batch", Kind: "Job"}
 )
 
 // Retain copies into desired, the object about to be written to a member
@@ -47,6 +48,10 @@ func Retain(gk schema.GroupKind, desired, current map[string]any, retainReplicas
 		}
 	case serviceAccountKind:
 		if err := retainServiceAccountSecrets(desired, current); err != nil {
+			return err
+		}
+	case jobKind:
+		if err := retainJobSelector(desired, current); err != nil {
 			return err
 		}
 	}
@@ -317,6 +322,54 @@ func retainServiceAccountSecrets(desired, current map[string]any) error {
 	}
 	if len(cur) > 0 {
 		desired["secrets"] = jsonvalue.Copy(cur)
+	}
+	return nil
+}
+
+// retainJobSelector keeps what the member's apiserver generated for a Job
+// and made immutable: spec.selector, unless desired sets one, and the
+// labels it added to spec.template.metadata.labels (the Job's UID and
+// name). Without them every update of a Job would be rejected.
+func retainJobSelector(desired, current map[string]any) error {
+	curSpec, err := asObject(current["spec"])
+	if err != nil || curSpec == nil {
+		return err
+	}
+	desSpec, err := ensureObject(desired, "spec")
+	if err != nil {
+		return err
+	}
+	if desSpec["selector"] == nil && curSpec["selector"] != nil {
+		desSpec["selector"] = jsonvalue.Copy(curSpec["selector"])
+	}
+	curTmpl, err := asObject(curSpec["template"])
+	if err != nil {
+		return fieldError(member, "spec.template", err)
+	}
+	curMeta, err := asObject(curTmpl["metadata"])
+	if err != nil {
+		return fieldError(member, "spec.template.metadata", err)
+	}
+	curLabels, err := asObject(curMeta["labels"])
+	if err != nil || len(curLabels) == 0 {
+		return err
+	}
+	desTmpl, err := ensureObject(desSpec, "template")
+	if err != nil {
+		return err
+	}
+	desMeta, err := ensureObject(desTmpl, "metadata")
+	if err != nil {
+		return err
+	}
+	desLabels, err := ensureObject(desMeta, "labels")
+	if err != nil {
+		return err
+	}
+	for k, v := range curLabels {
+		if _, ok := desLabels[k]; !ok {
+			desLabels[k] = v
+		}
 	}
 	return nil
 }

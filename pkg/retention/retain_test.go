@@ -516,3 +516,35 @@ func TestRetainNilMaps(t *testing.T) {
 		t.Errorf("error %v, want %q", err, want)
 	}
 }
+
+func TestRetainJobSelectorAndGeneratedLabels(t *testing.T) {
+	current := map[string]any{
+		"metadata": map[string]any{"resourceVersion": "5"},
+		"spec": map[string]any{
+			"selector": map[string]any{"matchLabels": map[string]any{"batch.kubernetes.io/controller-uid": "u1"}},
+			"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{
+				"batch.kubernetes.io/controller-uid": "u1", "job-name": "j", "app": "old"}}},
+		},
+	}
+	desired := map[string]any{"metadata": map[string]any{}, "spec": map[string]any{
+		"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "new"}}}}}
+	if err := Retain(schema.GroupKind{Group: "batch", Kind: "Job"}, desired, current, false); err != nil {
+		t.Fatal(err)
+	}
+	spec := desired["spec"].(map[string]any)
+	if spec["selector"] == nil {
+		t.Fatal("selector not retained")
+	}
+	labels := spec["template"].(map[string]any)["metadata"].(map[string]any)["labels"].(map[string]any)
+	if labels["batch.kubernetes.io/controller-uid"] != "u1" || labels["job-name"] != "j" || labels["app"] != "new" {
+		t.Fatalf("labels: %v", labels)
+	}
+	// Other kinds are left alone.
+	other := map[string]any{"metadata": map[string]any{}, "spec": map[string]any{}}
+	if err := Retain(schema.GroupKind{Group: "apps", Kind: "Deployment"}, other, current, false); err != nil {
+		t.Fatal(err)
+	}
+	if other["spec"].(map[string]any)["selector"] != nil {
+		t.Fatal("a Deployment's selector must not be retained")
+	}
+}

@@ -366,8 +366,7 @@ var _ = Describe("Member clusters", Ordered, func() {
 
 		_, _, err = fw.Kubefedctl(ctx, "join", m.Name, "--cluster-context", m.Name, "--host-cluster-context", fw.Host.Name)
 		Expect(err).NotTo(HaveOccurred())
-		Eventually(func() string { return conditionState(ctx, m.Name, corev1beta1.ClusterReady) }).
-			WithTimeout(60 * time.Second).WithPolling(time.Second).Should(Equal("True/ClusterReady"))
+		waitReady(ctx, m.Name, 60*time.Second)
 	})
 
 	It("never deletes the host's own namespace when the host is unjoined", func(ctx context.Context) {

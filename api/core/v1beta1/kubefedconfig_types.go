@@ -193,6 +193,16 @@ type SyncControllerConfig struct {
 	// +optional
 	// +kubebuilder:default=Enabled
 	AdoptResources Mode `json:"adoptResources,omitempty"`
+	// NotReadyClusterDeletionTimeout bounds how long deleting a federated
+	// object waits for member clusters that are not Ready. Past it the
+	// federated object is released and its copies in those clusters are left
+	// in place; they are unlabelled as orphans when the cluster returns.
+	// +optional
+	// +kubebuilder:default="5m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=duration
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="must be a positive duration"
+	NotReadyClusterDeletionTimeout *metav1.Duration `json:"notReadyClusterDeletionTimeout,omitempty"`
 }
 
 // StatusControllerConfig configures status collection.

@@ -127,6 +127,10 @@ const (
 	UpdateTimedOut         PropagationStatusValue = "UpdateTimedOut"
 	DeletionTimedOut       PropagationStatusValue = "DeletionTimedOut"
 	LabelRemovalTimedOut   PropagationStatusValue = "LabelRemovalTimedOut"
+
+	// ClusterNotFound is ours, not KubeFed's: spec.placement.clusters names
+	// a cluster that is not joined. KubeFed ignored such names silently.
+	ClusterNotFound PropagationStatusValue = "ClusterNotFound"
 )
 
 // ClusterStatus is the propagation outcome in one cluster.

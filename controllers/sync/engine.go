@@ -1,0 +1,317 @@
+package sync
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	gosync "sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
+	"github.com/kubefed-io/kubefed/controllers/cluster"
+	"github.com/kubefed-io/kubefed/pkg/clusterclient"
+	"github.com/kubefed-io/kubefed/pkg/placement"
+)
+
+// DefaultClusterTimeout bounds each write to one member cluster.
+const DefaultClusterTimeout = 30 * time.Second
+
+// Options configure an Engine.
+type Options struct {
+	// HostConfig reaches the host cluster, where federated objects live.
+	HostConfig *rest.Config
+	// Client reads KubeFedClusters, from the controller-manager's cache.
+	Client client.Client
+	// Cache delivers KubeFedCluster changes.
+	Cache ctrlcache.Cache
+	// Namespace is the KubeFed namespace.
+	Namespace string
+	// Scope is the control plane's scope: Namespaced propagates only the
+	// federated objects of Namespace and needs no FederatedNamespace.
+	Scope corev1beta1.Scope
+	// Workers reconcile federated objects concurrently, per type.
+	Workers int
+	// AdoptResources lets propagation take over a pre-existing member object.
+	AdoptResources bool
+	// NotReadyClusterDeletionTimeout bounds how long a deletion waits for
+	// members that are not Ready.
+	NotReadyClusterDeletionTimeout time.Duration
+	// StatusCollection is the RawResourceStatusCollection feature gate.
+	StatusCollection bool
+	// ClusterTimeout bounds each write to a member; zero means DefaultClusterTimeout.
+	ClusterTimeout time.Duration
+	// Registry holds every member's clients.
+	Registry *clusterclient.Registry
+	// Readiness tells which members are Ready.
+	Readiness *cluster.ReadinessTracker
+	// Members are the shared member caches.
+	Members *MemberCaches
+	// Log receives the engine's logs.
+	Log logr.Logger
+}
+
+// Engine propagates every enabled federated type; it implements
+// typeconfig.TypeRunner. Stop it when its controller-manager stops.
+type Engine struct {
+	opts   Options
+	host   dynamic.Interface
+	kube   kubernetes.Interface
+	events record.EventBroadcaster
+
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu      gosync.RWMutex
+	workers map[string]*typeWorker
+
+	watchOnce         gosync.Once
+	removeReadiness   func()
+	hostKubeSystemUID types.UID
+	uidMu             gosync.Mutex
+	memberUIDs        map[string]memberUID
+}
+
+type memberUID struct {
+	generation uint64
+	uid        types.UID
+}
+
+// NewEngine returns an engine whose types run until ctx ends or Stop.
+func NewEngine(ctx context.Context, o Options) (*Engine, error) {
+	if o.Workers < 1 {
+		o.Workers = 1
+	}
+	if o.ClusterTimeout <= 0 {
+		o.ClusterTimeout = DefaultClusterTimeout
+	}
+	host, err := dynamic.NewForConfig(o.HostConfig)
+	if err != nil {
+		return nil, fmt.Errorf("host dynamic client: %w", err)
+	}
+	kube, err := kubernetes.NewForConfig(o.HostConfig)
+	if err != nil {
+		return nil, fmt.Errorf("host client: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	events := record.NewBroadcaster(record.WithContext(ctx))
+	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	return &Engine{
+		opts: o, host: host, kube: kube, events: events,
+		ctx: ctx, cancel: cancel,
+		workers:    map[string]*typeWorker{},
+		memberUIDs: map[string]memberUID{},
+	}, nil
+}
+
+// Stop stops every type and the engine's event recording.
+func (e *Engine) Stop() {
+	e.mu.Lock()
+	workers := e.workers
+	e.workers = map[string]*typeWorker{}
+	e.mu.Unlock()
+	for _, w := range workers {
+		w.stop()
+	}
+	if e.removeReadiness != nil {
+		e.removeReadiness()
+	}
+	e.cancel()
+	e.events.Shutdown()
+}
+
+// StartType starts propagating the type of ftc, replacing a running one.
+func (e *Engine) StartType(_ context.Context, ftc *corev1beta1.FederatedTypeConfig) error {
+	if e.ctx.Err() != nil {
+		return fmt.Errorf("the propagation engine is stopped")
+	}
+	e.watchOnce.Do(e.watchClusters)
+	w, err := newTypeWorker(e, ftc)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	old := e.workers[ftc.Name]
+	e.workers[ftc.Name] = w
+	e.mu.Unlock()
+	if old != nil {
+		old.stop()
+	}
+	w.start(e.ctx)
+	e.opts.Log.Info("propagating type", "federatedTypeConfig", ftc.Name, "workers", e.opts.Workers)
+	return nil
+}
+
+// StopType stops propagating a type; member objects are left as they are.
+func (e *Engine) StopType(name string) {
+	e.mu.Lock()
+	w := e.workers[name]
+	delete(e.workers, name)
+	e.mu.Unlock()
+	if w != nil {
+		w.stop()
+		e.opts.Log.Info("stopped propagating type", "federatedTypeConfig", name)
+	}
+}
+
+func (e *Engine) worker(name string) *typeWorker {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.workers[name]
+}
+
+func (e *Engine) allWorkers() []*typeWorker {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	out := make([]*typeWorker, 0, len(e.workers))
+	for _, w := range e.workers {
+		out = append(out, w)
+	}
+	return out
+}
+
+// watchClusters re-enqueues the objects a member change affects: a member
+// that became ready or unready, was joined or unjoined, or changed labels.
+func (e *Engine) watchClusters() {
+	e.removeReadiness = e.opts.Readiness.AddListener(cluster.ReadinessListenerFunc(func(name string, _ bool) {
+		e.clusterChanged(name)
+	}))
+	inf, err := e.opts.Cache.GetInformer(e.ctx, &corev1beta1.KubeFedCluster{})
+	if err != nil {
+		e.opts.Log.Error(err, "watch KubeFedClusters; member changes are noticed only by periodic resync")
+		return
+	}
+	name := func(obj any) string {
+		if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		if c, ok := obj.(*corev1beta1.KubeFedCluster); ok && c.Namespace == e.opts.Namespace {
+			return c.Name
+		}
+		return ""
+	}
+	_, _ = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if n := name(obj); n != "" {
+				e.clusterChanged(n)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*corev1beta1.KubeFedCluster)
+			n, ok2 := newObj.(*corev1beta1.KubeFedCluster)
+			if !ok1 || !ok2 || n.Namespace != e.opts.Namespace {
+				return
+			}
+			// Of status updates only readiness matters. The cache the
+			// reconciles read readiness from is this informer's, so this
+			// event, not the tracker's, is when they can see the change.
+			if labels.Equals(o.Labels, n.Labels) && n.DeletionTimestamp.Equal(o.DeletionTimestamp) && isReady(o) == isReady(n) {
+				return
+			}
+			e.clusterChanged(n.Name)
+		},
+		DeleteFunc: func(obj any) {
+			if n := name(obj); n != "" {
+				e.opts.Members.Remove(n)
+				e.clusterChanged(n)
+			}
+		},
+	})
+}
+
+// clusterChanged enqueues, in every type, the objects placed on the
+// member or reporting it in their status.
+func (e *Engine) clusterChanged(name string) {
+	set := e.clusterSet()
+	for _, w := range e.allWorkers() {
+		w.enqueueForCluster(name, set)
+	}
+}
+
+// clusterSet is every joined member as placement sees it. A member is ready
+// when its KubeFedCluster's Ready condition is True, the same source the
+// readiness tracker reads, so that a restarted controller-manager sees the
+// members ready at once rather than after the first probes.
+func (e *Engine) clusterSet() placement.ClusterSet {
+	list := &corev1beta1.KubeFedClusterList{}
+	if err := e.opts.Client.List(e.ctx, list, client.InNamespace(e.opts.Namespace)); err != nil {
+		return placement.NewClusterSet(nil)
+	}
+	clusters := make([]placement.Cluster, 0, len(list.Items))
+	for i := range list.Items {
+		c := &list.Items[i]
+		if !c.DeletionTimestamp.IsZero() {
+			continue
+		}
+		clusters = append(clusters, placement.Cluster{Name: c.Name, Labels: c.Labels, Ready: isReady(c)})
+	}
+	return placement.NewClusterSet(clusters)
+}
+
+// isReady reports whether a KubeFedCluster's Ready condition is True.
+func isReady(c *corev1beta1.KubeFedCluster) bool {
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == corev1beta1.ClusterReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// isHostCluster reports whether a member is the host cluster itself, known
+// by the UID of its kube-system namespace, as KubeFed tells them.
+func (e *Engine) isHostCluster(ctx context.Context, name string) (bool, error) {
+	clients, ok := e.opts.Registry.Get(name)
+	if !ok {
+		return false, fmt.Errorf("no clients for cluster %q", name)
+	}
+	e.uidMu.Lock()
+	hostUID := e.hostKubeSystemUID
+	known, seen := e.memberUIDs[name]
+	e.uidMu.Unlock()
+	if hostUID == "" {
+		ns, err := e.kube.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+		if err != nil {
+			return false, fmt.Errorf("read the host's kube-system namespace: %w", err)
+		}
+		hostUID = ns.UID
+		e.uidMu.Lock()
+		e.hostKubeSystemUID = hostUID
+		e.uidMu.Unlock()
+	}
+	if seen && known.generation == clients.Generation() {
+		return known.uid == hostUID, nil
+	}
+	kube, err := clients.Kubernetes()
+	if err != nil {
+		return false, err
+	}
+	ns, err := kube.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+	if err != nil {
+		return false, fmt.Errorf("read kube-system of cluster %q: %w", name, err)
+	}
+	e.uidMu.Lock()
+	e.memberUIDs[name] = memberUID{generation: clients.Generation(), uid: ns.UID}
+	e.uidMu.Unlock()
+	return ns.UID == hostUID, nil
+}
+
+// recorder returns the event recorder of a federated kind, whose component
+// is KubeFed's `<lowercase federated kind>-controller`.
+func (e *Engine) recorder(federatedKind string) record.EventRecorder {
+	return e.events.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: strings.ToLower(federatedKind) + "-controller"})
+}

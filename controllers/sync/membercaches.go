@@ -1,0 +1,76 @@
+package sync
+
+import (
+	gosync "sync"
+
+	"github.com/go-logr/logr"
+
+	"github.com/kubefed-io/kubefed/controllers/cluster"
+	"github.com/kubefed-io/kubefed/pkg/clusterclient"
+	"github.com/kubefed-io/kubefed/pkg/informermanager"
+)
+
+// MemberCaches are the shared caches of managed objects in every member,
+// kept in step with the members' clients: a member's informers start when
+// it is first ready and restart when its clients are rebuilt (a rotated
+// token, a new endpoint). They outlive the controllers of one KubeFedConfig,
+// so a configuration change does not relist every member.
+type MemberCaches struct {
+	*informermanager.Manager
+	registry *clusterclient.Registry
+
+	mu gosync.Mutex
+	// added is the clients' generation each member was added with.
+	added map[string]uint64
+}
+
+// NewMemberCaches returns member caches fed by registry's clients and
+// started as readiness reports members ready.
+func NewMemberCaches(registry *clusterclient.Registry, readiness *cluster.ReadinessTracker, log logr.Logger) *MemberCaches {
+	m := &MemberCaches{
+		Manager:  informermanager.New(informermanager.Options{Readiness: readiness, Logger: log}),
+		registry: registry,
+		added:    map[string]uint64{},
+	}
+	readiness.AddListener(m)
+	return m
+}
+
+// ClusterReadinessChanged adds a member that became ready with its current
+// clients before its informers are released.
+func (m *MemberCaches) ClusterReadinessChanged(name string, ready bool) {
+	if ready {
+		m.Ensure(name)
+	}
+	m.Manager.ClusterReadinessChanged(name, ready)
+}
+
+// Ensure makes sure the member's informers use its current clients and
+// reports whether the member has clients at all.
+func (m *MemberCaches) Ensure(name string) bool {
+	clients, ok := m.registry.Get(name)
+	if !ok {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if gen, ok := m.added[name]; ok && gen == clients.Generation() {
+		return true
+	}
+	if err := m.Manager.AddCluster(name, clients.Config()); err != nil {
+		return false
+	}
+	m.added[name] = clients.Generation()
+	return true
+}
+
+// Remove stops the caches of a member that left the federation.
+func (m *MemberCaches) Remove(name string) {
+	m.mu.Lock()
+	_, ok := m.added[name]
+	delete(m.added, name)
+	m.mu.Unlock()
+	if ok {
+		m.Manager.RemoveCluster(name)
+	}
+}

@@ -1,0 +1,334 @@
+package sync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	gosync "sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+
+	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
+	"github.com/kubefed-io/kubefed/pkg/informermanager"
+	"github.com/kubefed-io/kubefed/pkg/placement"
+)
+
+// statusCoalesceDelay gathers the status-only changes of a member object
+// (a rollout updates a Deployment's status many times a second) into one
+// reconcile, so a busy member cannot flood the host with status writes.
+const statusCoalesceDelay = time.Second
+
+// typeWorker propagates the federated objects of one FederatedTypeConfig.
+type typeWorker struct {
+	e        *Engine
+	name     string
+	ftc      *corev1beta1.FederatedTypeConfig
+	fedGVR   schema.GroupVersionResource
+	target   targetType
+	gvr      schema.GroupVersionResource
+	recorder record.EventRecorder
+	log      logr.Logger
+
+	collectStatus bool
+
+	informer toolscache.SharedIndexInformer
+	queue    workqueue.TypedRateLimitingInterface[string]
+
+	cancel      context.CancelFunc
+	done        gosync.WaitGroup
+	unsubscribe func()
+
+	// written remembers, per member and object, the hash last written and
+	// the resourceVersion the write produced: a copy still at that version
+	// is up to date even where the apiserver normalized a field in a way
+	// the comparison does not know.
+	writtenMu gosync.Mutex
+	written   map[writeKey]writeRecord
+
+	// unsynced is when each member's cache of the target type was first
+	// seen unsynced, so that a member that never syncs is reported rather
+	// than waited for forever.
+	unsyncedMu gosync.Mutex
+	unsynced   map[string]time.Time
+}
+
+type writeKey struct{ cluster, key string }
+
+type writeRecord struct{ hash, resourceVersion string }
+
+func newTypeWorker(e *Engine, ftc *corev1beta1.FederatedTypeConfig) (*typeWorker, error) {
+	ft, tt := ftc.Spec.FederatedType, ftc.Spec.TargetType
+	if ft.PluralName == "" || tt.PluralName == "" || tt.Version == "" || ft.Version == "" {
+		return nil, fmt.Errorf("FederatedTypeConfig %s: federatedType and targetType need a version and a pluralName", ftc.Name)
+	}
+	w := &typeWorker{
+		e:      e,
+		name:   ftc.Name,
+		ftc:    ftc,
+		fedGVR: schema.GroupVersionResource{Group: ft.Group, Version: ft.Version, Resource: ft.PluralName},
+		gvr:    schema.GroupVersionResource{Group: tt.Group, Version: tt.Version, Resource: tt.PluralName},
+		target: targetType{
+			apiVersion: tt.GroupVersionString(),
+			kind:       tt.Kind,
+			gk:         schema.GroupKind{Group: tt.Group, Kind: tt.Kind},
+			namespaced: tt.Namespaced(),
+		},
+		recorder:      e.recorder(ft.Kind),
+		log:           e.opts.Log.WithValues("federatedTypeConfig", ftc.Name),
+		collectStatus: ftc.StatusCollectionEnabled() && e.opts.StatusCollection,
+		written:       map[writeKey]writeRecord{},
+		unsynced:      map[string]time.Time{},
+	}
+	// The informer and queue exist before the worker is published, so
+	// that other types' workers may read them without synchronization.
+	namespace := metav1.NamespaceAll
+	if w.e.opts.Scope == corev1beta1.NamespaceScoped {
+		namespace = w.e.opts.Namespace
+	}
+	w.informer = dynamicinformer.NewFilteredDynamicInformer(w.e.host, w.fedGVR, namespace, 0,
+		toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}, nil).Informer()
+	_ = w.informer.SetTransform(func(obj any) (any, error) {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			u.SetManagedFields(nil)
+		}
+		return obj, nil
+	})
+	w.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, time.Minute),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: w.name})
+	_, _ = w.informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: w.enqueueObject,
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*unstructured.Unstructured)
+			n, ok2 := newObj.(*unstructured.Unstructured)
+			// Status writes, ours included, do not change what is desired.
+			if ok1 && ok2 && o.GetGeneration() == n.GetGeneration() && o.GetGeneration() != 0 &&
+				reflect.DeepEqual(o.GetAnnotations(), n.GetAnnotations()) &&
+				reflect.DeepEqual(o.GetFinalizers(), n.GetFinalizers()) &&
+				n.GetDeletionTimestamp().Equal(o.GetDeletionTimestamp()) {
+				return
+			}
+			w.enqueueObject(newObj)
+		},
+		DeleteFunc: w.enqueueObject,
+	})
+	return w, nil
+}
+
+func (w *typeWorker) isNamespaces() bool { return w.name == corev1beta1.NamespacesTypeConfigName }
+
+// start runs the type's host informer, member subscription and workers.
+// Workers begin once the host informer synced, so that a missing federated
+// object always means one that does not exist.
+func (w *typeWorker) start(parent context.Context) {
+	ctx, cancel := context.WithCancel(parent)
+	w.cancel = cancel
+	w.done.Add(1)
+	go func() {
+		defer w.done.Done()
+		w.informer.RunWithContext(ctx)
+	}()
+	w.done.Add(1)
+	go func() {
+		defer w.done.Done()
+		if !toolscache.WaitForCacheSync(ctx.Done(), w.informer.HasSynced) {
+			return
+		}
+		// Members known ready now get their caches, before the
+		// subscription asks for informers in them.
+		for _, name := range w.e.opts.Readiness.ReadyClusters() {
+			w.e.opts.Members.Ensure(name)
+		}
+		w.unsubscribe = w.e.opts.Members.Subscribe(w.gvr, w.memberEvent)
+		for range w.e.opts.Workers {
+			w.done.Add(1)
+			go func() {
+				defer w.done.Done()
+				for w.processNext(ctx) {
+				}
+			}()
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		w.queue.ShutDown()
+	}()
+}
+
+// stop ends the type's informer, subscription and workers and waits for them.
+func (w *typeWorker) stop() {
+	if w.cancel == nil {
+		return
+	}
+	w.cancel()
+	w.queue.ShutDown()
+	w.done.Wait()
+	if w.unsubscribe != nil {
+		w.unsubscribe()
+	}
+	if w.isNamespaces() {
+		// Namespaced types lose their namespace placement: re-evaluate.
+		for _, other := range w.e.allWorkers() {
+			if other.target.namespaced {
+				other.enqueueAll()
+			}
+		}
+	}
+}
+
+func (w *typeWorker) enqueueObject(obj any) {
+	key, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return
+	}
+	w.queue.Add(key)
+	if w.isNamespaces() {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			w.e.namespaceChanged(u.GetNamespace())
+		} else if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			if u, ok := d.Obj.(*unstructured.Unstructured); ok {
+				w.e.namespaceChanged(u.GetNamespace())
+			}
+		}
+	}
+}
+
+// namespaceChanged enqueues the objects of every namespaced type in a
+// namespace whose FederatedNamespace changed.
+func (e *Engine) namespaceChanged(namespace string) {
+	for _, w := range e.allWorkers() {
+		if !w.target.namespaced || w.informer == nil {
+			continue
+		}
+		objs, err := w.informer.GetIndexer().ByIndex(toolscache.NamespaceIndex, namespace)
+		if err != nil {
+			continue
+		}
+		for _, o := range objs {
+			w.enqueueObject(o)
+		}
+	}
+}
+
+func (w *typeWorker) enqueueAll() {
+	for _, key := range w.informer.GetIndexer().ListKeys() {
+		w.queue.Add(key)
+	}
+}
+
+// memberKey is the key of the federated object a member object belongs
+// to: the same namespace and name, and for a Namespace the
+// FederatedNamespace `<name>/<name>`.
+func (w *typeWorker) memberKey(obj *unstructured.Unstructured) string {
+	if w.isNamespaces() {
+		return obj.GetName() + "/" + obj.GetName()
+	}
+	if obj.GetNamespace() == "" {
+		return obj.GetName()
+	}
+	return obj.GetNamespace() + "/" + obj.GetName()
+}
+
+// memberEvent enqueues the federated object of a member object that
+// changed. A change of status alone is coalesced, and ignored when status
+// is not collected.
+func (w *typeWorker) memberEvent(ev informermanager.Event) {
+	key := w.memberKey(ev.Object)
+	if ev.Type == informermanager.Updated && ev.OldObject != nil {
+		o, n := ev.OldObject, ev.Object
+		if o.GetGeneration() != 0 && o.GetGeneration() == n.GetGeneration() &&
+			reflect.DeepEqual(o.GetLabels(), n.GetLabels()) &&
+			reflect.DeepEqual(o.GetAnnotations(), n.GetAnnotations()) &&
+			n.GetDeletionTimestamp().Equal(o.GetDeletionTimestamp()) {
+			if w.collectStatus {
+				w.queue.AddAfter(key, statusCoalesceDelay)
+			}
+			return
+		}
+	}
+	w.queue.Add(key)
+}
+
+// enqueueForCluster enqueues the objects a change of the named member
+// affects: those placed on it, by name or by a selector, and those whose
+// status reports it. The rest are left alone however many there are.
+func (w *typeWorker) enqueueForCluster(name string, set placement.ClusterSet) {
+	if w.informer == nil {
+		return
+	}
+	only := placement.NewClusterSet(nil)
+	if c, ok := set.Get(name); ok {
+		only = placement.NewClusterSet([]placement.Cluster{c})
+	}
+	for _, obj := range w.informer.GetStore().List() {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		if affectsObject(u.Object, name, only) {
+			key, err := toolscache.MetaNamespaceKeyFunc(u)
+			if err == nil {
+				w.queue.Add(key)
+			}
+		}
+	}
+}
+
+// affectsObject reports whether a change of cluster name matters to a
+// federated object: its placement selects it in only (the set of just that
+// cluster, empty when it is gone), or its status lists it.
+func affectsObject(obj map[string]any, name string, only placement.ClusterSet) bool {
+	if clusters, ok, _ := unstructured.NestedSlice(obj, "status", "clusters"); ok {
+		for _, c := range clusters {
+			if m, ok := c.(map[string]any); ok && m["name"] == name {
+				return true
+			}
+		}
+	}
+	p, err := placement.FromUnstructured(obj)
+	if err != nil {
+		return true
+	}
+	if p.HasClusters {
+		for _, c := range p.Clusters {
+			if c == name {
+				return true
+			}
+		}
+		return false
+	}
+	return len(only.Select(p).Clusters) > 0
+}
+
+func (w *typeWorker) processNext(ctx context.Context) bool {
+	key, shutdown := w.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer w.queue.Done(key)
+	start := time.Now()
+	requeue, err := w.reconcile(ctx, key)
+	reconcileDuration.Observe(time.Since(start).Seconds())
+	switch {
+	case err != nil:
+		if !errors.Is(err, context.Canceled) {
+			w.log.V(1).Info("reconcile failed; retrying", "federatedObject", key, "error", err.Error())
+		}
+		w.queue.AddRateLimited(key)
+	case requeue > 0:
+		w.queue.Forget(key)
+		w.queue.AddAfter(key, requeue)
+	default:
+		w.queue.Forget(key)
+	}
+	return true
+}

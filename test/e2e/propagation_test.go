@@ -1,0 +1,675 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
+	"github.com/kubefed-io/kubefed/test/framework"
+)
+
+const propNS = "e2e-prop"
+
+// fedObject builds a Federated<kind> in types.kubefed.io/v1beta1.
+func fedObject(kind, namespace, name string, template map[string]any, clusters []string, overrides []any) *unstructured.Unstructured {
+	placement := map[string]any{"clusterSelector": map[string]any{}}
+	if clusters != nil {
+		list := []any{}
+		for _, c := range clusters {
+			list = append(list, map[string]any{"name": c})
+		}
+		placement = map[string]any{"clusters": list}
+	}
+	spec := map[string]any{"template": template, "placement": placement}
+	if overrides != nil {
+		spec["overrides"] = overrides
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "types.kubefed.io/v1beta1",
+		"kind":       "Federated" + kind,
+		"metadata":   map[string]any{"name": name},
+		"spec":       spec,
+	}}
+	if namespace != "" {
+		u.SetNamespace(namespace)
+	}
+	return u
+}
+
+func override(cluster string, ops ...map[string]any) map[string]any {
+	list := []any{}
+	for _, op := range ops {
+		list = append(list, op)
+	}
+	return map[string]any{"clusterName": cluster, "clusterOverrides": list}
+}
+
+// memberObject reads an object from a cluster, nil when it does not exist.
+func memberObject(ctx context.Context, c *framework.Cluster, apiVersion, kind, namespace, name string) *unstructured.Unstructured {
+	GinkgoHelper()
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	err := c.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, u)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	Expect(err).NotTo(HaveOccurred())
+	return u
+}
+
+func fedGet(ctx context.Context, kind, namespace, name string) *unstructured.Unstructured {
+	GinkgoHelper()
+	return memberObject(ctx, fw.Host, "types.kubefed.io/v1beta1", "Federated"+kind, namespace, name)
+}
+
+// propagationState renders a federated object's Propagation condition and
+// per-cluster statuses, e.g. "True| member1 member2=ClusterNotReady".
+func propagationState(u *unstructured.Unstructured) string {
+	if u == nil {
+		return "absent"
+	}
+	var b strings.Builder
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m := c.(map[string]any)
+		if m["type"] == "Propagation" {
+			fmt.Fprintf(&b, "%v", m["status"])
+			if r, ok := m["reason"].(string); ok && r != "" {
+				fmt.Fprintf(&b, "/%s", r)
+			}
+		}
+	}
+	b.WriteString("|")
+	clusters, _, _ := unstructured.NestedSlice(u.Object, "status", "clusters")
+	for _, c := range clusters {
+		m := c.(map[string]any)
+		b.WriteString(" " + m["name"].(string))
+		if s, ok := m["status"].(string); ok && s != "" {
+			b.WriteString("=" + s)
+		}
+	}
+	return b.String()
+}
+
+// writeCount sums the apiserver's counters of writes to resource, and to
+// its status subresource too when withStatus is set.
+func writeCount(ctx context.Context, c *framework.Cluster, resource string, withStatus bool) int {
+	GinkgoHelper()
+	raw, err := c.Kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	total := 0
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="`+resource+`"`) {
+			continue
+		}
+		isWrite := false
+		for _, v := range []string{"POST", "PUT", "PATCH", "DELETE", "APPLY"} {
+			if strings.Contains(line, `verb="`+v+`"`) {
+				isWrite = true
+			}
+		}
+		if !isWrite || (!withStatus && strings.Contains(line, `subresource="status"`)) {
+			continue
+		}
+		fields := strings.Fields(line)
+		n, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		Expect(err).NotTo(HaveOccurred())
+		total += int(n)
+	}
+	return total
+}
+
+var _ = Describe("Propagation", Ordered, func() {
+	var (
+		cm               *framework.ControllerManager
+		member1, member2 *framework.Cluster
+		cmDir            string
+	)
+	deployment := func(replicas int64, image string) map[string]any {
+		return map[string]any{
+			"metadata": map[string]any{"labels": map[string]any{"app": "nginx"}},
+			"spec": map[string]any{
+				"replicas": replicas,
+				"selector": map[string]any{"matchLabels": map[string]any{"app": "nginx"}},
+				"template": map[string]any{
+					"metadata": map[string]any{"labels": map[string]any{"app": "nginx"}},
+					"spec": map[string]any{"containers": []any{
+						map[string]any{"name": "nginx", "image": image},
+					}},
+				},
+			},
+		}
+	}
+	replicasIn := func(ctx context.Context, c *framework.Cluster, name string) any {
+		d := memberObject(ctx, c, "apps/v1", "Deployment", propNS, name)
+		if d == nil {
+			return "absent"
+		}
+		r, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas")
+		return r
+	}
+	state := func(ctx context.Context, kind, ns, name string) func() string {
+		return func() string { return propagationState(fedGet(ctx, kind, ns, name)) }
+	}
+
+	BeforeAll(func(ctx context.Context) {
+		member1, member2 = fw.Members[0], fw.Members[1]
+		Expect(framework.EnsureNamespace(ctx, fw.Host.Client, kubefedNS)).To(Succeed())
+		cfg := fastProbeConfig()
+		cfg.Spec.SyncController = &corev1beta1.SyncControllerConfig{
+			NotReadyClusterDeletionTimeout: &metav1.Duration{Duration: 20 * time.Second},
+		}
+		Expect(client.IgnoreNotFound(fw.Host.Client.Delete(ctx, &corev1beta1.KubeFedConfig{
+			ObjectMeta: metav1.ObjectMeta{Name: corev1beta1.KubeFedConfigName, Namespace: kubefedNS}}))).To(Succeed())
+		Eventually(gone(ctx, fw.Host.Client, &corev1beta1.KubeFedConfig{}, client.ObjectKeyFromObject(cfg))).Should(BeTrue())
+		Expect(fw.Host.Client.Create(ctx, cfg)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) error { return client.IgnoreNotFound(fw.Host.Client.Delete(ctx, cfg)) })
+
+		_, err := fw.Kubectl(ctx, fw.Host.Name, "apply", "--server-side", "-f", filepath.Join(fw.RepoRoot, "config", "default-types"))
+		Expect(err).NotTo(HaveOccurred())
+
+		cmDir = filepath.Join(GinkgoT().TempDir(), "cm")
+		cm, err = fw.StartControllerManager(ctx, cmDir, "--zap-log-level=debug")
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() error { return cm.Stop() })
+
+		var joinedHere []*framework.Cluster
+		for _, c := range fw.Clusters() {
+			existed := fw.Host.Client.Get(ctx, client.ObjectKey{Namespace: kubefedNS, Name: c.Name}, &corev1beta1.KubeFedCluster{}) == nil
+			_, _, err := fw.Kubefedctl(ctx, "join", c.Name, "--cluster-context", c.Name, "--host-cluster-context", fw.Host.Name, "--error-on-existing=false")
+			Expect(err).NotTo(HaveOccurred())
+			if !existed {
+				joinedHere = append(joinedHere, c)
+			}
+		}
+		DeferCleanup(func(ctx context.Context) {
+			for _, c := range joinedHere {
+				_, _, err := fw.Kubefedctl(ctx, "unjoin", c.Name, "--cluster-context", c.Name, "--host-cluster-context", fw.Host.Name)
+				Expect(err).NotTo(HaveOccurred())
+			}
+		})
+		for _, c := range fw.Clusters() {
+			waitReady(ctx, c.Name, 60*time.Second)
+		}
+		for _, name := range []string{"namespaces", "deployments.apps", "configmaps"} {
+			Eventually(func() corev1beta1.ControllerStatus {
+				f := &corev1beta1.FederatedTypeConfig{}
+				if err := fw.Host.Client.Get(ctx, client.ObjectKey{Namespace: kubefedNS, Name: name}, f); err != nil {
+					return ""
+				}
+				return f.Status.PropagationController
+			}).WithTimeout(30*time.Second).Should(Equal(corev1beta1.ControllerStatusRunning), name)
+		}
+		Expect(framework.EnsureNamespace(ctx, fw.Host.Client, propNS)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) {
+			// Federated objects first, while the controller-manager still
+			// releases their finalizers.
+			for _, kind := range []string{"Deployment", "ConfigMap", "Secret", "Service", "ServiceAccount", "Job", "ReplicaSet", "Ingress"} {
+				list := &unstructured.UnstructuredList{}
+				list.SetAPIVersion("types.kubefed.io/v1beta1")
+				list.SetKind("Federated" + kind + "List")
+				if err := fw.Host.Client.List(ctx, list, client.InNamespace(propNS)); err == nil {
+					for i := range list.Items {
+						_ = fw.Host.Client.Delete(ctx, &list.Items[i])
+					}
+				}
+			}
+			fns := fedObject("Namespace", propNS, propNS, map[string]any{}, nil, nil)
+			_ = fw.Host.Client.Delete(ctx, fns)
+			Eventually(func() bool { return fedGet(ctx, "Namespace", propNS, propNS) == nil }).WithTimeout(60 * time.Second).Should(BeTrue())
+		})
+	})
+
+	AfterEach(func() {
+		if CurrentSpecReport().Failed() && cm != nil {
+			var lines []string
+			for _, l := range strings.Split(framework.ReadFile(cm.LogPath), "\n") {
+				if strings.Contains(l, "writing status") || strings.Contains(l, "ERROR") || strings.Contains(l, "reconcile failed") {
+					lines = append(lines, l)
+				}
+			}
+			if len(lines) > 60 {
+				lines = lines[len(lines)-60:]
+			}
+			AddReportEntry("controller-manager log", strings.Join(lines, "\n"))
+		}
+	})
+
+	It("propagates the seed scenario: a FederatedDeployment with a per-cluster replicas override", func(ctx context.Context) {
+		fns := fedObject("Namespace", propNS, propNS, map[string]any{}, nil, nil)
+		Expect(fw.Host.Client.Create(ctx, fns)).To(Succeed())
+		fd := fedObject("Deployment", propNS, "nginx", deployment(3, "nginx:1.27"), []string{member1.Name, member2.Name},
+			[]any{override(member2.Name, map[string]any{"path": "/spec/replicas", "value": int64(5)})})
+		Expect(fw.Host.Client.Create(ctx, fd)).To(Succeed())
+
+		Eventually(func() any { return replicasIn(ctx, member1, "nginx") }).WithTimeout(30 * time.Second).Should(Equal(int64(3)))
+		Eventually(func() any { return replicasIn(ctx, member2, "nginx") }).WithTimeout(30 * time.Second).Should(Equal(int64(5)))
+		Consistently(func() any { return replicasIn(ctx, fw.Host, "nginx") }).WithTimeout(2 * time.Second).Should(Equal("absent"))
+		Eventually(state(ctx, "Deployment", propNS, "nginx")).WithTimeout(30 * time.Second).
+			Should(Equal(fmt.Sprintf("True| %s %s", member1.Name, member2.Name)))
+
+		d := memberObject(ctx, member2, "apps/v1", "Deployment", propNS, "nginx")
+		Expect(d.GetLabels()).To(HaveKeyWithValue(corev1beta1.ManagedByKubeFedLabelKey, "true"))
+		Expect(d.GetLabels()).To(HaveKeyWithValue("app", "nginx"))
+		// The namespace went everywhere; the host's own is adopted, not recreated.
+		for _, c := range fw.Clusters() {
+			Eventually(func() map[string]string {
+				ns := memberObject(ctx, c, "v1", "Namespace", "", propNS)
+				if ns == nil {
+					return nil
+				}
+				return ns.GetLabels()
+			}).WithTimeout(30*time.Second).Should(HaveKeyWithValue(corev1beta1.ManagedByKubeFedLabelKey, "true"), c.Name)
+		}
+		f := fedGet(ctx, "Deployment", propNS, "nginx")
+		Expect(f.GetFinalizers()).To(ContainElement(corev1beta1.SyncControllerFinalizer))
+		gen, _, _ := unstructured.NestedInt64(f.Object, "status", "observedGeneration")
+		Expect(gen).To(Equal(f.GetGeneration()))
+	})
+
+	It("collects each member's status into status.clusters[].remoteStatus", func(ctx context.Context) {
+		Eventually(func() any {
+			f := fedGet(ctx, "Deployment", propNS, "nginx")
+			clusters, _, _ := unstructured.NestedSlice(f.Object, "status", "clusters")
+			for _, c := range clusters {
+				m := c.(map[string]any)
+				if m["name"] == member2.Name {
+					rs, _ := m["remoteStatus"].(map[string]any)
+					return rs["observedGeneration"]
+				}
+			}
+			return nil
+		}).WithTimeout(30 * time.Second).ShouldNot(BeNil())
+	})
+
+	It("updates members on a template change and removes copies from clusters taken out of placement", func(ctx context.Context) {
+		Eventually(func() error {
+			f := fedGet(ctx, "Deployment", propNS, "nginx")
+			containers, _, _ := unstructured.NestedSlice(f.Object, "spec", "template", "spec", "template", "spec", "containers")
+			containers[0].(map[string]any)["image"] = "nginx:1.28"
+			Expect(unstructured.SetNestedSlice(f.Object, containers, "spec", "template", "spec", "template", "spec", "containers")).To(Succeed())
+			return fw.Host.Client.Update(ctx, f)
+		}).Should(Succeed())
+		image := func(c *framework.Cluster) func() string {
+			return func() string {
+				d := memberObject(ctx, c, "apps/v1", "Deployment", propNS, "nginx")
+				if d == nil {
+					return "absent"
+				}
+				cs, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+				return cs[0].(map[string]any)["image"].(string)
+			}
+		}
+		Eventually(image(member1)).WithTimeout(30 * time.Second).Should(Equal("nginx:1.28"))
+		Eventually(image(member2)).WithTimeout(30 * time.Second).Should(Equal("nginx:1.28"))
+		Expect(replicasIn(ctx, member2, "nginx")).To(Equal(int64(5)), "the override still applies")
+
+		Eventually(func() error {
+			f := fedGet(ctx, "Deployment", propNS, "nginx")
+			Expect(unstructured.SetNestedSlice(f.Object, []any{map[string]any{"name": member1.Name}}, "spec", "placement", "clusters")).To(Succeed())
+			return fw.Host.Client.Update(ctx, f)
+		}).Should(Succeed())
+		Eventually(func() any { return replicasIn(ctx, member2, "nginx") }).WithTimeout(30 * time.Second).Should(Equal("absent"))
+		Eventually(state(ctx, "Deployment", propNS, "nginx")).WithTimeout(30 * time.Second).Should(Equal("True| " + member1.Name))
+		Expect(replicasIn(ctx, member1, "nginx")).To(Equal(int64(3)))
+	})
+
+	It("reverts a change made by hand in a member and recreates a deleted copy", func(ctx context.Context) {
+		Eventually(func() error {
+			d := memberObject(ctx, member1, "apps/v1", "Deployment", propNS, "nginx")
+			Expect(unstructured.SetNestedField(d.Object, int64(7), "spec", "replicas")).To(Succeed())
+			return member1.Client.Update(ctx, d)
+		}).Should(Succeed())
+		Eventually(func() any { return replicasIn(ctx, member1, "nginx") }).WithTimeout(15 * time.Second).Should(Equal(int64(3)))
+
+		d := memberObject(ctx, member1, "apps/v1", "Deployment", propNS, "nginx")
+		uid := d.GetUID()
+		Expect(member1.Client.Delete(ctx, d)).To(Succeed())
+		Eventually(func() bool {
+			d := memberObject(ctx, member1, "apps/v1", "Deployment", propNS, "nginx")
+			return d != nil && d.GetUID() != uid
+		}).WithTimeout(30 * time.Second).Should(BeTrue())
+	})
+
+	It("writes nothing to members or the host in steady state and after a controller restart", func(ctx context.Context) {
+		// Objects whose member copies have a status that settles: a
+		// Deployment of 0 replicas, ConfigMaps and a Secret. Writes of
+		// member status are the members' own controllers' and not counted;
+		// writes of federated status are, as they are ours.
+		Expect(fw.Host.Client.Create(ctx, fedObject("Deployment", propNS, "idle", deployment(0, "nginx:1.27"), nil, nil))).To(Succeed())
+		for i := range 3 {
+			Expect(fw.Host.Client.Create(ctx, fedObject("ConfigMap", propNS, fmt.Sprintf("idle-%d", i),
+				map[string]any{"data": map[string]any{"i": strconv.Itoa(i)}}, nil, nil))).To(Succeed())
+		}
+		Expect(fw.Host.Client.Create(ctx, fedObject("Secret", propNS, "idle",
+			map[string]any{"stringData": map[string]any{"password": "not-a-real-one"}}, nil, nil))).To(Succeed())
+		for _, kn := range [][2]string{{"Deployment", "idle"}, {"ConfigMap", "idle-0"}, {"ConfigMap", "idle-2"}, {"Secret", "idle"}} {
+			Eventually(state(ctx, kn[0], propNS, kn[1])).WithTimeout(30*time.Second).
+				Should(Equal(fmt.Sprintf("True| %s %s %s", fw.Host.Name, member1.Name, member2.Name)), kn[0])
+		}
+		counts := func() map[string]int {
+			m := map[string]int{}
+			for _, c := range fw.Clusters() {
+				for _, r := range []string{"deployments", "configmaps", "secrets", "namespaces"} {
+					m[c.Name+"/"+r] = writeCount(ctx, c, r, false)
+				}
+			}
+			for _, r := range []string{"federatedconfigmaps", "federatedsecrets", "federatednamespaces"} {
+				m["host/"+r] = writeCount(ctx, fw.Host, r, true)
+			}
+			return m
+		}
+		before := counts()
+		Eventually(func() bool {
+			time.Sleep(3 * time.Second)
+			now := counts()
+			settled := maps.Equal(now, before)
+			before = now
+			return settled
+		}).WithTimeout(60*time.Second).Should(BeTrue(), "the counters never settled")
+		Consistently(counts).WithTimeout(8*time.Second).WithPolling(2*time.Second).Should(Equal(before), "writes in steady state")
+
+		Expect(cm.Stop()).To(Succeed())
+		var err error
+		cm, err = fw.StartControllerManager(ctx, cmDir, "--zap-log-level=debug")
+		Expect(err).NotTo(HaveOccurred())
+		// The restarted controller-manager reconciles every object again.
+		Eventually(func() corev1beta1.ControllerStatus {
+			f := &corev1beta1.FederatedTypeConfig{}
+			_ = fw.Host.Client.Get(ctx, client.ObjectKey{Namespace: kubefedNS, Name: "deployments.apps"}, f)
+			return f.Status.PropagationController
+		}).Should(Equal(corev1beta1.ControllerStatusRunning))
+		Consistently(counts).WithTimeout(15*time.Second).WithPolling(3*time.Second).Should(Equal(before), "writes after a restart")
+		// Propagation still works after the restart.
+		Expect(fw.Host.Client.Create(ctx, fedObject("ConfigMap", propNS, "after-restart", map[string]any{}, []string{member1.Name}, nil))).To(Succeed())
+		Eventually(func() *unstructured.Unstructured {
+			return memberObject(ctx, member1, "v1", "ConfigMap", propNS, "after-restart")
+		}).
+			WithTimeout(30 * time.Second).ShouldNot(BeNil())
+	})
+
+	It("issues one write, to that cluster only, when one cluster's override changes", func(ctx context.Context) {
+		fd := fedObject("Deployment", propNS, "web", deployment(1, "nginx:1.27"), []string{member1.Name, member2.Name},
+			[]any{override(member2.Name, map[string]any{"path": "/spec/replicas", "value": int64(2)})})
+		Expect(fw.Host.Client.Create(ctx, fd)).To(Succeed())
+		Eventually(func() any { return replicasIn(ctx, member2, "web") }).WithTimeout(30 * time.Second).Should(Equal(int64(2)))
+		Eventually(state(ctx, "Deployment", propNS, "web")).WithTimeout(30 * time.Second).
+			Should(Equal(fmt.Sprintf("True| %s %s", member1.Name, member2.Name)))
+		time.Sleep(3 * time.Second)
+		m1, m2 := writeCount(ctx, member1, "deployments", false), writeCount(ctx, member2, "deployments", false)
+		Eventually(func() error {
+			f := fedGet(ctx, "Deployment", propNS, "web")
+			Expect(unstructured.SetNestedSlice(f.Object, []any{override(member2.Name, map[string]any{"path": "/spec/replicas", "value": int64(4)})}, "spec", "overrides")).To(Succeed())
+			return fw.Host.Client.Update(ctx, f)
+		}).Should(Succeed())
+		Eventually(func() any { return replicasIn(ctx, member2, "web") }).WithTimeout(30 * time.Second).Should(Equal(int64(4)))
+		time.Sleep(3 * time.Second)
+		Expect(writeCount(ctx, member1, "deployments", false)).To(Equal(m1), "member1 is not written")
+		Expect(writeCount(ctx, member2, "deployments", false)-m2).To(Equal(1), "one write to member2")
+	})
+
+	It("reports bad input per cluster and goes on with the other clusters", func(ctx context.Context) {
+		cmTemplate := map[string]any{"data": map[string]any{"k": "v"}}
+		bad := fedObject("ConfigMap", propNS, "bad-index", cmTemplate, []string{member1.Name, member2.Name, "no-such-cluster"},
+			[]any{override(member2.Name, map[string]any{"op": "add", "path": "/data/list/3", "value": "x"})})
+		Expect(fw.Host.Client.Create(ctx, bad)).To(Succeed())
+		Eventually(state(ctx, "ConfigMap", propNS, "bad-index")).WithTimeout(30 * time.Second).
+			Should(Equal(fmt.Sprintf("False/CheckClusters| %s %s=ApplyOverridesFailed no-such-cluster=ClusterNotFound", member1.Name, member2.Name)))
+		Expect(memberObject(ctx, member1, "v1", "ConfigMap", propNS, "bad-index")).NotTo(BeNil())
+		Expect(memberObject(ctx, member2, "v1", "ConfigMap", propNS, "bad-index")).To(BeNil())
+
+		// The schema refuses what it can tell on its own, naming the problem.
+		for _, o := range []*unstructured.Unstructured{
+			fedObject("ConfigMap", propNS, "bad-name", cmTemplate, []string{member1.Name},
+				[]any{override(member1.Name, map[string]any{"path": "/metadata/name", "value": "x"})}),
+			fedObject("ConfigMap", propNS, "bad-dup", cmTemplate, []string{member1.Name},
+				[]any{override(member1.Name, map[string]any{"path": "/data/a", "value": "x"}), override(member1.Name, map[string]any{"path": "/data/b", "value": "y"})}),
+		} {
+			err := fw.Host.Client.Create(ctx, o)
+			if err == nil {
+				// Where the schema lets it through, propagation reports it.
+				Eventually(state(ctx, "ConfigMap", propNS, o.GetName())).WithTimeout(30*time.Second).
+					Should(Equal(fmt.Sprintf("False/CheckClusters| %s=ApplyOverridesFailed", member1.Name)), o.GetName())
+				continue
+			}
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: %v", o.GetName(), err)
+		}
+		// Other objects are unaffected.
+		Expect(state(ctx, "Deployment", propNS, "nginx")()).To(Equal("True| " + member1.Name))
+	})
+
+	It("adopts an existing member object, and never one labelled kubefed.io/managed=false", func(ctx context.Context) {
+		existing := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "adopt-me", Namespace: propNS}, Data: map[string]string{"old": "1"}}
+		Expect(member1.Client.Create(ctx, existing)).To(Succeed())
+		forbidden := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "keep-out", Namespace: propNS,
+			Labels: map[string]string{corev1beta1.ManagedByKubeFedLabelKey: "false"}}, Data: map[string]string{"mine": "1"}}
+		Expect(member1.Client.Create(ctx, forbidden)).To(Succeed())
+
+		Expect(fw.Host.Client.Create(ctx, fedObject("ConfigMap", propNS, "adopt-me", map[string]any{"data": map[string]any{"new": "2"}}, []string{member1.Name}, nil))).To(Succeed())
+		Expect(fw.Host.Client.Create(ctx, fedObject("ConfigMap", propNS, "keep-out", map[string]any{"data": map[string]any{"new": "2"}}, []string{member1.Name}, nil))).To(Succeed())
+		Eventually(func() map[string]string {
+			c := &corev1.ConfigMap{}
+			Expect(member1.Client.Get(ctx, client.ObjectKeyFromObject(existing), c)).To(Succeed())
+			return c.Data
+		}).WithTimeout(30 * time.Second).Should(Equal(map[string]string{"new": "2"}))
+		Eventually(state(ctx, "ConfigMap", propNS, "keep-out")).WithTimeout(30 * time.Second).
+			Should(Equal(fmt.Sprintf("False/CheckClusters| %s=ManagedLabelFalse", member1.Name)))
+		c := &corev1.ConfigMap{}
+		Expect(member1.Client.Get(ctx, client.ObjectKeyFromObject(forbidden), c)).To(Succeed())
+		Expect(c.Data).To(Equal(map[string]string{"mine": "1"}))
+	})
+
+	It("orphans member copies with kubefed.io/orphan and deletes with kubefed.io/deleteoption", func(ctx context.Context) {
+		orphan := fedObject("ConfigMap", propNS, "orphan", map[string]any{"data": map[string]any{"k": "v"}}, []string{member1.Name, member2.Name}, nil)
+		orphan.SetAnnotations(map[string]string{corev1beta1.OrphanManagedResourcesAnnotation: "true"})
+		Expect(fw.Host.Client.Create(ctx, orphan)).To(Succeed())
+		// Its own labels: an orphaned ReplicaSet matching another
+		// Deployment's selector would be adopted by it.
+		tmpl := deployment(1, "nginx:1.27")
+		labels := map[string]any{"app": "keep-rs"}
+		tmpl["metadata"] = map[string]any{"labels": labels}
+		spec := tmpl["spec"].(map[string]any)
+		spec["selector"] = map[string]any{"matchLabels": labels}
+		spec["template"].(map[string]any)["metadata"] = map[string]any{"labels": labels}
+		fd := fedObject("Deployment", propNS, "keep-rs", tmpl, []string{member1.Name}, nil)
+		fd.SetAnnotations(map[string]string{corev1beta1.DeleteOptionAnnotation: `{"propagationPolicy":"Orphan"}`})
+		Expect(fw.Host.Client.Create(ctx, fd)).To(Succeed())
+		for _, c := range []*framework.Cluster{member1, member2} {
+			Eventually(func() *unstructured.Unstructured { return memberObject(ctx, c, "v1", "ConfigMap", propNS, "orphan") }).
+				WithTimeout(30 * time.Second).ShouldNot(BeNil())
+		}
+		// The member's deployment controller creates the ReplicaSet.
+		rsOf := func() []string {
+			list := &unstructured.UnstructuredList{}
+			list.SetAPIVersion("apps/v1")
+			list.SetKind("ReplicaSetList")
+			Expect(member1.Client.List(ctx, list, client.InNamespace(propNS))).To(Succeed())
+			var names []string
+			for _, rs := range list.Items {
+				for _, o := range rs.GetOwnerReferences() {
+					if o.Name == "keep-rs" {
+						names = append(names, rs.GetName())
+					}
+				}
+				if strings.HasPrefix(rs.GetName(), "keep-rs-") && len(rs.GetOwnerReferences()) == 0 {
+					names = append(names, rs.GetName()+"(orphaned)")
+				}
+			}
+			return names
+		}
+		Eventually(rsOf).WithTimeout(30 * time.Second).ShouldNot(BeEmpty())
+
+		Expect(fw.Host.Client.Delete(ctx, orphan)).To(Succeed())
+		Expect(fw.Host.Client.Delete(ctx, fd)).To(Succeed())
+		Eventually(func() bool { return fedGet(ctx, "ConfigMap", propNS, "orphan") == nil }).WithTimeout(30 * time.Second).Should(BeTrue())
+		for _, c := range []*framework.Cluster{member1, member2} {
+			o := memberObject(ctx, c, "v1", "ConfigMap", propNS, "orphan")
+			Expect(o).NotTo(BeNil(), c.Name)
+			Expect(o.GetLabels()).NotTo(HaveKey(corev1beta1.ManagedByKubeFedLabelKey), c.Name)
+		}
+		Eventually(func() any { return replicasIn(ctx, member1, "keep-rs") }).WithTimeout(30 * time.Second).Should(Equal("absent"))
+		Eventually(func() bool { return fedGet(ctx, "Deployment", propNS, "keep-rs") == nil }).WithTimeout(30 * time.Second).Should(BeTrue())
+		Consistently(rsOf).WithTimeout(3*time.Second).Should(ContainElement(HaveSuffix("(orphaned)")), "the ReplicaSet survives its Deployment")
+	})
+
+	It("propagates every default type through create, update, placement change and delete", func(ctx context.Context) {
+		type typeCase struct {
+			kind, apiVersion string
+			namespaced       bool
+			template         map[string]any
+		}
+		labels := func(v string) map[string]any {
+			return map[string]any{"labels": map[string]any{"journey": v}}
+		}
+		podSpec := map[string]any{
+			"metadata": map[string]any{"labels": map[string]any{"app": "journey"}},
+			"spec":     map[string]any{"restartPolicy": "Never", "containers": []any{map[string]any{"name": "c", "image": "busybox"}}},
+		}
+		cases := []typeCase{
+			{"ConfigMap", "v1", true, map[string]any{"data": map[string]any{"a": "b"}}},
+			{"Secret", "v1", true, map[string]any{"stringData": map[string]any{"a": "b"}}},
+			{"ServiceAccount", "v1", true, map[string]any{}},
+			{"Service", "v1", true, map[string]any{"spec": map[string]any{"ports": []any{map[string]any{"port": int64(80)}}}}},
+			{"Deployment", "apps/v1", true, deployment(1, "nginx:1.27")},
+			{"ReplicaSet", "apps/v1", true, map[string]any{"spec": map[string]any{"replicas": int64(1),
+				"selector": map[string]any{"matchLabels": map[string]any{"app": "journey-rs"}}, "template": map[string]any{
+					"metadata": map[string]any{"labels": map[string]any{"app": "journey-rs"}},
+					"spec":     map[string]any{"containers": []any{map[string]any{"name": "c", "image": "busybox"}}},
+				}}}},
+			{"Job", "batch/v1", true, map[string]any{"spec": map[string]any{"template": podSpec}}},
+			{"Ingress", "networking.k8s.io/v1", true, map[string]any{"spec": map[string]any{"defaultBackend": map[string]any{
+				"service": map[string]any{"name": "svc", "port": map[string]any{"number": int64(80)}}}}}},
+			{"ClusterRole", "rbac.authorization.k8s.io/v1", false, map[string]any{"rules": []any{map[string]any{
+				"apiGroups": []any{""}, "resources": []any{"pods"}, "verbs": []any{"get"}}}}},
+		}
+		name := "journey"
+		ns := func(tc typeCase) string {
+			if tc.namespaced {
+				return propNS
+			}
+			return ""
+		}
+		for _, tc := range cases {
+			tmpl := tc.template
+			tmpl["metadata"] = labels("one")
+			Expect(fw.Host.Client.Create(ctx, fedObject(tc.kind, ns(tc), name, tmpl, []string{member1.Name, member2.Name}, nil))).To(Succeed(), tc.kind)
+		}
+		journeyLabel := func(tc typeCase, c *framework.Cluster) func() string {
+			return func() string {
+				o := memberObject(ctx, c, tc.apiVersion, tc.kind, ns(tc), name)
+				if o == nil {
+					return "absent"
+				}
+				return o.GetLabels()["journey"]
+			}
+		}
+		for _, tc := range cases {
+			for _, c := range []*framework.Cluster{member1, member2} {
+				Eventually(journeyLabel(tc, c)).WithTimeout(30*time.Second).Should(Equal("one"), "%s in %s: %s", tc.kind, c.Name,
+					propagationState(fedGet(ctx, tc.kind, ns(tc), name)))
+			}
+		}
+		for _, tc := range cases {
+			Eventually(func() error {
+				f := fedGet(ctx, tc.kind, ns(tc), name)
+				Expect(unstructured.SetNestedField(f.Object, "two", "spec", "template", "metadata", "labels", "journey")).To(Succeed())
+				Expect(unstructured.SetNestedSlice(f.Object, []any{map[string]any{"name": member1.Name}}, "spec", "placement", "clusters")).To(Succeed())
+				return fw.Host.Client.Update(ctx, f)
+			}).Should(Succeed(), tc.kind)
+		}
+		for _, tc := range cases {
+			Eventually(journeyLabel(tc, member1)).WithTimeout(30*time.Second).Should(Equal("two"), tc.kind)
+			Eventually(journeyLabel(tc, member2)).WithTimeout(30*time.Second).Should(Equal("absent"), tc.kind)
+		}
+		for _, tc := range cases {
+			Expect(fw.Host.Client.Delete(ctx, fedGet(ctx, tc.kind, ns(tc), name))).To(Succeed(), tc.kind)
+		}
+		for _, tc := range cases {
+			Eventually(journeyLabel(tc, member1)).WithTimeout(30*time.Second).Should(Equal("absent"), tc.kind)
+			Eventually(func() bool { return fedGet(ctx, tc.kind, ns(tc), name) == nil }).WithTimeout(30*time.Second).Should(BeTrue(), tc.kind)
+		}
+	})
+
+	It("recovers a member killed mid-propagation: nothing missing, nothing duplicated", func(ctx context.Context) {
+		const n = 20
+		Expect(member2.Local.StopAPIServer()).To(Succeed())
+		restarted := false
+		DeferCleanup(func() {
+			if !restarted {
+				_ = member2.Local.StartAPIServer(context.Background())
+			}
+		})
+		for i := range n {
+			Expect(fw.Host.Client.Create(ctx, fedObject("ConfigMap", propNS, fmt.Sprintf("wave-%d", i),
+				map[string]any{"data": map[string]any{"i": strconv.Itoa(i)}}, []string{member1.Name, member2.Name}, nil))).To(Succeed())
+		}
+		Eventually(state(ctx, "ConfigMap", propNS, "wave-0")).WithTimeout(60 * time.Second).
+			Should(Equal(fmt.Sprintf("False/CheckClusters| %s %s=ClusterNotReady", member1.Name, member2.Name)))
+		Expect(member2.Local.StartAPIServer(ctx)).To(Succeed())
+		restarted = true
+		waitReady(ctx, member2.Name, 60*time.Second)
+		for i := range n {
+			Eventually(state(ctx, "ConfigMap", propNS, fmt.Sprintf("wave-%d", i))).WithTimeout(60 * time.Second).
+				Should(Equal(fmt.Sprintf("True| %s %s", member1.Name, member2.Name)))
+		}
+		for _, c := range []*framework.Cluster{member1, member2} {
+			list := &corev1.ConfigMapList{}
+			Expect(c.Client.List(ctx, list, client.InNamespace(propNS), client.MatchingLabels{corev1beta1.ManagedByKubeFedLabelKey: "true"})).To(Succeed())
+			seen := map[string]int{}
+			for _, cmap := range list.Items {
+				if strings.HasPrefix(cmap.Name, "wave-") {
+					seen[cmap.Name]++
+					Expect(cmap.Data["i"]).To(Equal(strings.TrimPrefix(cmap.Name, "wave-")))
+				}
+			}
+			Expect(seen).To(HaveLen(n), c.Name)
+		}
+	})
+
+	It("releases a federated object whose member stays NotReady past the deletion timeout, leaving the copy", func(ctx context.Context) {
+		Expect(fw.Host.Client.Create(ctx, fedObject("ConfigMap", propNS, "stranded", map[string]any{"data": map[string]any{"k": "v"}},
+			[]string{member1.Name, member2.Name}, nil))).To(Succeed())
+		Eventually(state(ctx, "ConfigMap", propNS, "stranded")).WithTimeout(30 * time.Second).
+			Should(Equal(fmt.Sprintf("True| %s %s", member1.Name, member2.Name)))
+		Expect(member2.Local.StopAPIServer()).To(Succeed())
+		DeferCleanup(func() { _ = member2.Local.StartAPIServer(context.Background()) })
+		Eventually(func() string { return conditionState(ctx, member2.Name, corev1beta1.ClusterReady) }).
+			WithTimeout(30 * time.Second).ShouldNot(Equal("True/ClusterReady"))
+		Expect(fw.Host.Client.Delete(ctx, fedGet(ctx, "ConfigMap", propNS, "stranded"))).To(Succeed())
+		Eventually(func() *unstructured.Unstructured {
+			return memberObject(ctx, member1, "v1", "ConfigMap", propNS, "stranded")
+		}).
+			WithTimeout(30 * time.Second).Should(BeNil())
+		// Held while the member may come back...
+		Consistently(func() bool { return fedGet(ctx, "ConfigMap", propNS, "stranded") != nil }).WithTimeout(5 * time.Second).Should(BeTrue())
+		// ...and released after the timeout (20s in this KubeFedConfig).
+		Eventually(func() bool { return fedGet(ctx, "ConfigMap", propNS, "stranded") == nil }).WithTimeout(60 * time.Second).Should(BeTrue())
+
+		Expect(member2.Local.StartAPIServer(ctx)).To(Succeed())
+		waitReady(ctx, member2.Name, 60*time.Second)
+		// The copy left behind is kept, and unlabelled as an orphan.
+		Eventually(func() map[string]string {
+			o := memberObject(ctx, member2, "v1", "ConfigMap", propNS, "stranded")
+			if o == nil {
+				return map[string]string{"absent": "true"}
+			}
+			return o.GetLabels()
+		}).WithTimeout(60 * time.Second).ShouldNot(Or(HaveKey(corev1beta1.ManagedByKubeFedLabelKey), HaveKey("absent")))
+	})
+})
