@@ -25,6 +25,9 @@ import (
 	dnsv1alpha1 "github.com/kubefed-io/kubefed/api/multiclusterdns/v1alpha1"
 	schedulingv1alpha1 "github.com/kubefed-io/kubefed/api/scheduling/v1alpha1"
 	"github.com/kubefed-io/kubefed/controllers/cluster"
+	"github.com/kubefed-io/kubefed/controllers/dns"
+	"github.com/kubefed-io/kubefed/controllers/scheduling"
+	syncctl "github.com/kubefed-io/kubefed/controllers/sync"
 	"github.com/kubefed-io/kubefed/controllers/typeconfig"
 	"github.com/kubefed-io/kubefed/pkg/clusterclient"
 	"github.com/kubefed-io/kubefed/pkg/kubefedconfig"
@@ -97,10 +100,9 @@ func Run(ctx context.Context, o Options) error {
 	shared := &sharedState{
 		registry:  clusterclient.NewRegistry(clusterclient.ConfigOptions{}),
 		readiness: cluster.NewReadinessTracker(o.KubeFedNamespace),
-		// The propagation engine replaces the recording runner; until then
-		// the type lifecycle is tracked and logged.
-		types: &typeconfig.RecordingRunner{Log: ctrl.Log.WithName("types")},
 	}
+	shared.members = syncctl.NewMemberCaches(shared.registry, shared.readiness, ctrl.Log.WithName("member-caches"))
+	defer shared.members.Stop()
 
 	for {
 		kfc, settings, err := kubefedconfig.Load(ctx, direct, o.KubeFedNamespace, corev1beta1.Scope(o.Scope))
@@ -116,7 +118,7 @@ func Run(ctx context.Context, o Options) error {
 			cancel(nil)
 			return err
 		}
-		if err := setupControllers(mgr, o, kfc, settings, shared); err != nil {
+		if err := setupControllers(runCtx, cfg, mgr, o, kfc, settings, shared); err != nil {
 			cancel(nil)
 			return err
 		}
@@ -187,6 +189,7 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, o Options, s *kubefedc
 			&corev1beta1.FederatedTypeConfig{}: inNamespace,
 			&corev1beta1.KubeFedConfig{}:       inNamespace,
 			&corev1.Secret{}:                   inNamespace,
+			&dnsv1alpha1.Domain{}:              inNamespace,
 		}},
 	})
 	if err != nil {
@@ -205,25 +208,23 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, o Options, s *kubefedc
 type sharedState struct {
 	registry  *clusterclient.Registry
 	readiness *cluster.ReadinessTracker
-	types     typeconfig.TypeRunner
-	// typeConfigs is the FederatedTypeConfig controller of the running manager.
-	typeConfigs *typeconfig.Reconciler
+	members   *syncctl.MemberCaches
+	// engine is the propagation engine of the running manager.
+	engine *syncctl.Engine
 }
 
 // stopTypes stops the per-type machinery the last manager started, so the
 // next one starts from a clean slate.
 func (s *sharedState) stopTypes() {
-	if s.typeConfigs == nil {
+	if s.engine == nil {
 		return
 	}
-	for _, name := range s.typeConfigs.Running() {
-		s.types.StopType(name)
-	}
-	s.typeConfigs = nil
+	s.engine.Stop()
+	s.engine = nil
 }
 
 // setupControllers registers every controller with the manager.
-func setupControllers(mgr manager.Manager, o Options, kfc *corev1beta1.KubeFedConfig, s *kubefedconfig.Settings, shared *sharedState) error {
+func setupControllers(ctx context.Context, cfg *rest.Config, mgr manager.Manager, o Options, kfc *corev1beta1.KubeFedConfig, s *kubefedconfig.Settings, shared *sharedState) error {
 	clusters := &cluster.Reconciler{
 		Options:   cluster.OptionsFromConfig(o.KubeFedNamespace, kfc.Spec.ClusterHealthCheck),
 		Registry:  shared.registry,
@@ -232,8 +233,27 @@ func setupControllers(mgr manager.Manager, o Options, kfc *corev1beta1.KubeFedCo
 	if err := clusters.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the KubeFedCluster controller: %w", err)
 	}
+	engine, err := syncctl.NewEngine(ctx, syncctl.Options{
+		HostConfig:                     cfg,
+		Client:                         mgr.GetClient(),
+		Cache:                          mgr.GetCache(),
+		Namespace:                      o.KubeFedNamespace,
+		Scope:                          s.Scope,
+		Workers:                        s.SyncWorkers,
+		AdoptResources:                 s.AdoptResources,
+		NotReadyClusterDeletionTimeout: s.NotReadyClusterDeletionTimeout,
+		StatusCollection:               s.FeatureGates[corev1beta1.RawResourceStatusCollection],
+		Registry:                       shared.registry,
+		Readiness:                      shared.readiness,
+		Members:                        shared.members,
+		Log:                            ctrl.Log.WithName("propagation"),
+	})
+	if err != nil {
+		return fmt.Errorf("set up the propagation engine: %w", err)
+	}
+	shared.engine = engine
 	types := &typeconfig.Reconciler{
-		Runner:           shared.types,
+		Runner:           engine,
 		Namespace:        o.KubeFedNamespace,
 		PushReconciler:   s.FeatureGates[corev1beta1.PushReconciler],
 		StatusCollection: s.FeatureGates[corev1beta1.RawResourceStatusCollection],
@@ -243,6 +263,28 @@ func setupControllers(mgr manager.Manager, o Options, kfc *corev1beta1.KubeFedCo
 	if err := types.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the FederatedTypeConfig controller: %w", err)
 	}
-	shared.typeConfigs = types
+	if s.FeatureGates[corev1beta1.SchedulerPreferences] {
+		rsp := &scheduling.Reconciler{
+			Namespace:          o.KubeFedNamespace,
+			Readiness:          shared.readiness,
+			Registry:           shared.registry,
+			FailoverToleration: s.UnavailableDelay,
+		}
+		if s.Scope == corev1beta1.NamespaceScoped {
+			rsp.ObjectNamespace = o.KubeFedNamespace
+		}
+		if err := rsp.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("set up the ReplicaSchedulingPreference controller: %w", err)
+		}
+	}
+	if err := (&dns.ServiceDNSRecordReconciler{Namespace: o.KubeFedNamespace, Members: shared.members, Readiness: shared.readiness}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up the ServiceDNSRecord controller: %w", err)
+	}
+	if err := (&dns.IngressDNSRecordReconciler{Namespace: o.KubeFedNamespace, Members: shared.members, Readiness: shared.readiness}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up the IngressDNSRecord controller: %w", err)
+	}
+	if err := (&dns.DNSEndpointReconciler{}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up the DNSEndpoint controllers: %w", err)
+	}
 	return nil
 }

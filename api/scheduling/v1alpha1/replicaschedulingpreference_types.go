@@ -31,6 +31,21 @@ type ReplicaSchedulingPreferenceSpec struct {
 	// the federated object's placement clusterSelector.
 	// +optional
 	IntersectWithClusterSelector bool `json:"intersectWithClusterSelector,omitempty"`
+
+	// AvoidDisruption makes every change move only the replicas it has to:
+	// scaling up only adds replicas and scaling down only removes them, a
+	// cluster that leaves hands over only its own replicas, and a cluster
+	// that joins receives its preferred share from the clusters that run
+	// more than theirs. It takes precedence over Rebalance. Not in KubeFed.
+	// +optional
+	AvoidDisruption bool `json:"avoidDisruption,omitempty"`
+
+	// FailoverTolerationSeconds is how long a cluster may stay not ready
+	// before its replicas are planned on the other clusters; unset means the
+	// controller's default. Not in KubeFed.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	FailoverTolerationSeconds *int64 `json:"failoverTolerationSeconds,omitempty"`
 }
 
 // ClusterPreferences bounds and weighs one cluster's share of replicas.
@@ -58,6 +73,21 @@ type ClusterReplicas struct {
 	Name string `json:"name"`
 	// Replicas scheduled to it.
 	Replicas int64 `json:"replicas"`
+	// EstimatedCapacity is the most replicas the cluster is trusted to run,
+	// set while pods of the workload that stayed unschedulable there limit
+	// it. Not in KubeFed.
+	// +optional
+	EstimatedCapacity *int64 `json:"estimatedCapacity,omitempty"`
+	// NotReadySince is when the scheduler saw the cluster stop being ready;
+	// set while it is not ready. Not in KubeFed.
+	// +optional
+	NotReadySince *metav1.Time `json:"notReadySince,omitempty"`
+	// FailedOver is true while the cluster, not ready for longer than the
+	// failover toleration, gets no replicas; its /spec/replicas override
+	// keeps what it ran, which it gets back when it is ready again. Not in
+	// KubeFed.
+	// +optional
+	FailedOver bool `json:"failedOver,omitempty"`
 }
 
 // ReplicaSchedulingPreferenceStatus is what the scheduler last decided.

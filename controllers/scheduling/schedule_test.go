@@ -1,0 +1,203 @@
+package scheduling
+
+import (
+	"maps"
+	"testing"
+	"time"
+
+	schedulingv1alpha1 "github.com/kubefed-io/kubefed/api/scheduling/v1alpha1"
+)
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func TestDecide(t *testing.T) {
+	spec := schedulingv1alpha1.ReplicaSchedulingPreferenceSpec{TargetKind: "FederatedDeployment", TotalReplicas: 10}
+	rebalance := spec
+	rebalance.Rebalance = true
+	limited := int64(2)
+	const toleration = time.Minute
+	tests := []struct {
+		name       string
+		spec       schedulingv1alpha1.ReplicaSchedulingPreferenceSpec
+		members    []member
+		current    map[string]int64
+		want       map[string]int64
+		failedOver []string
+		unplaced   int64
+		recheckAt  time.Time
+	}{
+		{
+			name:    "ready clusters share",
+			spec:    spec,
+			members: []member{{name: "c1", ready: true}, {name: "c2", ready: true}},
+			want:    map[string]int64{"c1": 5, "c2": 5},
+		},
+		{
+			name:    "a cluster not ready within the toleration keeps what it has and gets no more",
+			spec:    rebalance,
+			members: []member{{name: "c1", notReadySince: t0.Add(-30 * time.Second)}, {name: "c2", ready: true}},
+			current: map[string]int64{"c1": 3, "c2": 5},
+			// Rebalance would give c1 5; it is held at 3.
+			want:      map[string]int64{"c1": 3, "c2": 7},
+			recheckAt: t0.Add(30 * time.Second),
+		},
+		{
+			name:       "past the toleration a cluster's replicas go to the others",
+			spec:       spec,
+			members:    []member{{name: "c1", notReadySince: t0.Add(-toleration)}, {name: "c2", ready: true}},
+			current:    map[string]int64{"c1": 5, "c2": 5},
+			want:       map[string]int64{"c2": 10},
+			failedOver: []string{"c1"},
+		},
+		{
+			name: "a cluster recorded as failed over stays so while not ready, whatever the clock says",
+			spec: spec,
+			// A restart of the controller restarts the clock.
+			members:    []member{{name: "c1", notReadySince: t0, failedOver: true}, {name: "c2", ready: true}},
+			current:    map[string]int64{"c1": 5, "c2": 10},
+			want:       map[string]int64{"c2": 10},
+			failedOver: []string{"c1"},
+		},
+		{
+			name:    "a failed-over cluster that is ready again gets its replicas back",
+			spec:    spec,
+			members: []member{{name: "c1", ready: true, failedOver: true}, {name: "c2", ready: true}},
+			current: map[string]int64{"c1": 5, "c2": 10},
+			want:    map[string]int64{"c1": 5, "c2": 5},
+		},
+		{
+			name:    "capacity overflows to the other cluster",
+			spec:    spec,
+			members: []member{{name: "c1", ready: true, capacity: &limited}, {name: "c2", ready: true}},
+			current: map[string]int64{"c1": 5, "c2": 5},
+			want:    map[string]int64{"c1": 2, "c2": 8},
+		},
+		{
+			name:       "every cluster failed",
+			spec:       spec,
+			members:    []member{{name: "c1", notReadySince: t0.Add(-time.Hour)}},
+			current:    map[string]int64{"c1": 10},
+			want:       map[string]int64{},
+			failedOver: []string{"c1"},
+			unplaced:   10,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := decide(&tt.spec, "ns/web", tt.members, tt.current, t0, toleration)
+			if !maps.Equal(d.replicas, tt.want) {
+				t.Errorf("replicas = %v, want %v", d.replicas, tt.want)
+			}
+			failed := map[string]bool{}
+			for _, name := range tt.failedOver {
+				failed[name] = true
+			}
+			if !maps.Equal(d.failedOver, failed) {
+				t.Errorf("failed over = %v, want %v", d.failedOver, failed)
+			}
+			if d.unplaced != tt.unplaced || !d.recheckAt.Equal(tt.recheckAt) {
+				t.Errorf("unplaced %d recheck %v, want %d %v", d.unplaced, d.recheckAt, tt.unplaced, tt.recheckAt)
+			}
+		})
+	}
+}
+
+func TestDecideModes(t *testing.T) {
+	members := []member{{name: "c1", ready: true}, {name: "c2", ready: true}, {name: "c3", ready: true}}
+	current := map[string]int64{"c1": 8, "c2": 1}
+	tests := []struct {
+		name string
+		spec schedulingv1alpha1.ReplicaSchedulingPreferenceSpec
+		want map[string]int64
+	}{
+		{"keep-existing", schedulingv1alpha1.ReplicaSchedulingPreferenceSpec{TotalReplicas: 9}, map[string]int64{"c1": 8, "c2": 1, "c3": 0}},
+		{"avoid-disruption wins over rebalance", schedulingv1alpha1.ReplicaSchedulingPreferenceSpec{TotalReplicas: 10, Rebalance: true, AvoidDisruption: true}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := decide(&tt.spec, "ns/web", members, current, t0, time.Minute)
+			if tt.want != nil && !maps.Equal(d.replicas, tt.want) {
+				t.Errorf("replicas = %v, want %v", d.replicas, tt.want)
+			}
+			if !tt.spec.AvoidDisruption {
+				return
+			}
+			// c3 joins with its preferred share, paid for by c1 alone,
+			// while rebalance would also have moved replicas to c2.
+			rebalanced := decide(&schedulingv1alpha1.ReplicaSchedulingPreferenceSpec{TotalReplicas: 10, Rebalance: true}, "ns/web", members, current, t0, time.Minute)
+			if d.replicas["c2"] != 1 || d.replicas["c3"] != rebalanced.replicas["c3"] || rebalanced.replicas["c2"] == 1 {
+				t.Errorf("avoid-disruption: %v, rebalance %v; c3 should get its share from c1 alone", d.replicas, rebalanced.replicas)
+			}
+		})
+	}
+}
+
+func TestEstimateCapacity(t *testing.T) {
+	const threshold, holdFor = time.Minute, 5 * time.Minute
+	old := t0.Add(-2 * time.Minute)
+	tests := []struct {
+		name      string
+		in        capacityInput
+		wantLimit int64 // -1 for no hold
+		recheckAt time.Time
+	}{
+		{
+			name:      "no unschedulable pods",
+			in:        capacityInput{current: 5, changedAt: old},
+			wantLimit: -1,
+		},
+		{
+			name:      "pods unschedulable past the threshold reduce capacity",
+			in:        capacityInput{current: 5, changedAt: old, unschedulableSince: []time.Time{old, old.Add(time.Second)}},
+			wantLimit: 3,
+			recheckAt: t0.Add(holdFor),
+		},
+		{
+			name:      "pods unschedulable for less than the threshold are looked at again when they cross it",
+			in:        capacityInput{current: 5, changedAt: old, unschedulableSince: []time.Time{t0.Add(-10 * time.Second)}},
+			wantLimit: -1,
+			recheckAt: t0.Add(50 * time.Second),
+		},
+		{
+			name:      "pods do not count until the member settled after a change",
+			in:        capacityInput{current: 5, changedAt: t0.Add(-20 * time.Second), unschedulableSince: []time.Time{old}},
+			wantLimit: -1,
+			recheckAt: t0.Add(40 * time.Second),
+		},
+		{
+			name:      "a hold outlives the pods",
+			in:        capacityInput{current: 3, changedAt: old, hold: &capacityHold{limit: 3, until: t0.Add(time.Minute)}},
+			wantLimit: 3,
+			recheckAt: t0.Add(time.Minute),
+		},
+		{
+			name:      "an expired hold is dropped",
+			in:        capacityInput{current: 3, changedAt: old, hold: &capacityHold{limit: 3, until: t0}},
+			wantLimit: -1,
+		},
+		{
+			name:      "a new estimate never exceeds a held one",
+			in:        capacityInput{current: 9, changedAt: old, unschedulableSince: []time.Time{old}, hold: &capacityHold{limit: 3, until: t0.Add(time.Minute)}},
+			wantLimit: 3,
+			recheckAt: t0.Add(holdFor),
+		},
+		{
+			name:      "more unschedulable pods than replicas leave none",
+			in:        capacityInput{current: 1, changedAt: old, unschedulableSince: []time.Time{old, old, old}},
+			wantLimit: 0,
+			recheckAt: t0.Add(holdFor),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hold, recheck := estimateCapacity(tt.in, t0, threshold, holdFor)
+			limit := int64(-1)
+			if hold != nil {
+				limit = hold.limit
+			}
+			if limit != tt.wantLimit || !recheck.Equal(tt.recheckAt) {
+				t.Errorf("limit %d recheck %v, want %d %v", limit, recheck, tt.wantLimit, tt.recheckAt)
+			}
+		})
+	}
+}

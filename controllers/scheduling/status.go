@@ -1,0 +1,96 @@
+package scheduling
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	schedulingv1alpha1 "github.com/kubefed-io/kubefed/api/scheduling/v1alpha1"
+)
+
+// ConditionScheduled says whether the preference's replicas are placed.
+const ConditionScheduled = "Scheduled"
+
+// Reasons of the Scheduled condition.
+const (
+	// ReasonScheduled: every replica is placed.
+	ReasonScheduled = "Scheduled"
+	// ReasonFederatedTypeConfigNotFound: no FederatedTypeConfig federates
+	// spec.targetKind.
+	ReasonFederatedTypeConfigNotFound = "FederatedTypeConfigNotFound"
+	// ReasonAmbiguousTargetKind: several FederatedTypeConfigs federate
+	// spec.targetKind.
+	ReasonAmbiguousTargetKind = "AmbiguousTargetKind"
+	// ReasonFederatedTypeNotFound: the host does not serve the federated type.
+	ReasonFederatedTypeNotFound = "FederatedTypeNotFound"
+	// ReasonTargetTypeWithoutReplicas: the federated type's target has no
+	// integer spec.replicas.
+	ReasonTargetTypeWithoutReplicas = "TargetTypeWithoutReplicas"
+	// ReasonFederatedObjectNotFound: no federated object has the
+	// preference's namespace and name.
+	ReasonFederatedObjectNotFound = "FederatedObjectNotFound"
+	// ReasonInvalidFederatedObject: the federated object's placement or
+	// overrides cannot be read.
+	ReasonInvalidFederatedObject = "InvalidFederatedObject"
+	// ReasonNoClusters: no candidate cluster can take replicas.
+	ReasonNoClusters = "NoClusters"
+	// ReasonInsufficientCapacity: some replicas fit in no cluster, as
+	// maximums, weights and estimated capacity allow.
+	ReasonInsufficientCapacity = "InsufficientCapacity"
+)
+
+// Event reasons recorded on a ReplicaSchedulingPreference.
+const (
+	// EventFailedOver: a cluster was not ready for longer than the
+	// toleration and its replicas were planned on other clusters.
+	EventFailedOver = "FailedOver"
+	// EventRestored: a failed-over cluster is ready again.
+	EventRestored = "Restored"
+	// EventCapacityLimited: unschedulable pods limit a cluster's replicas.
+	EventCapacityLimited = "CapacityLimited"
+)
+
+// outcome is what one reconcile decided, for the status.
+type outcome struct {
+	reason  string
+	message string
+	// clusters is nil unless the federated object was scheduled.
+	clusters []schedulingv1alpha1.ClusterReplicas
+}
+
+func (o outcome) condition(generation int64) metav1.Condition {
+	status := metav1.ConditionFalse
+	if o.reason == ReasonScheduled {
+		status = metav1.ConditionTrue
+	}
+	return metav1.Condition{
+		Type: ConditionScheduled, Status: status, Reason: o.reason, Message: o.message, ObservedGeneration: generation,
+	}
+}
+
+// scheduledMessage summarizes a decision for humans.
+func scheduledMessage(total int32, d decision) (reason, message string) {
+	var b strings.Builder
+	reason = ReasonScheduled
+	switch {
+	case d.unplaced > 0 && len(d.replicas) == 0:
+		reason = ReasonNoClusters
+		fmt.Fprintf(&b, "no ready candidate cluster for %d replicas", total)
+	case d.unplaced > 0:
+		reason = ReasonInsufficientCapacity
+		fmt.Fprintf(&b, "%d of %d replicas fit in no cluster", d.unplaced, total)
+	default:
+		fmt.Fprintf(&b, "%d replicas over %d clusters", total, len(d.replicas))
+	}
+	if len(d.failedOver) > 0 {
+		names := make([]string, 0, len(d.failedOver))
+		for name := range d.failedOver {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		fmt.Fprintf(&b, "; failed over: %s", strings.Join(names, ", "))
+	}
+	return reason, b.String()
+}
