@@ -20,10 +20,12 @@ type ServiceDNSRecordSpec struct {
 	// RecordTTL is the TTL of the records; 180 when unset.
 	// +optional
 	RecordTTL TTL `json:"recordTTL,omitempty"`
-	// DNSPrefix is prepended to every record name.
+	// DNSPrefix, when set, adds the name <dnsPrefix>.<domain> as a CNAME to
+	// the record's global name.
 	// +optional
 	DNSPrefix string `json:"dnsPrefix,omitempty"`
-	// ExternalName is an extra CNAME pointing at the global name.
+	// ExternalName, when set, replaces the Service's name as the first label
+	// of every record name.
 	// +optional
 	ExternalName string `json:"externalName,omitempty"`
 	// AllowServiceWithoutEndpoints keeps a cluster's targets even when its

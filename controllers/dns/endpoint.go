@@ -1,0 +1,125 @@
+package dns
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	dnsv1a1 "github.com/kubefed-io/kubefed/api/multiclusterdns/v1alpha1"
+	"github.com/kubefed-io/kubefed/pkg/dnsrecord"
+)
+
+// Names of the DNSEndpoint controllers, one per record kind.
+const (
+	ServiceEndpointControllerName = "servicedns-endpoint-controller"
+	IngressEndpointControllerName = "ingressdns-endpoint-controller"
+)
+
+// DNSEndpointReconciler writes, for every ServiceDNSRecord and
+// IngressDNSRecord, the DNSEndpoint of the same namespace named
+// service-<name> or ingress-<name> with the records pkg/dnsrecord builds
+// from the record's spec and status. The record controls its DNSEndpoint,
+// so deleting the record deletes the DNSEndpoint through garbage
+// collection, and ExternalDNS then withdraws the records. A DNSEndpoint is
+// written only when its endpoints or owner differ from what they should be,
+// so ExternalDNS sees a new generation only for a real change.
+type DNSEndpointReconciler struct {
+	// Client reads records and DNSEndpoints, from the manager's cache, and
+	// writes DNSEndpoints. SetupWithManager sets the manager's client when nil.
+	Client client.Client
+	// Scheme knows the record types, for owner references. SetupWithManager
+	// sets the manager's scheme when nil.
+	Scheme *runtime.Scheme
+}
+
+// SetupWithManager registers two controllers with mgr, one per record kind,
+// each watching its records and the DNSEndpoints they control.
+func (r *DNSEndpointReconciler) SetupWithManager(mgr manager.Manager) error {
+	if r.Client == nil {
+		r.Client = mgr.GetClient()
+	}
+	if r.Scheme == nil {
+		r.Scheme = mgr.GetScheme()
+	}
+	if err := builder.ControllerManagedBy(mgr).
+		Named(ServiceEndpointControllerName).
+		For(&dnsv1a1.ServiceDNSRecord{}).
+		Owns(&dnsv1a1.DNSEndpoint{}).
+		Complete(reconcile.Func(r.ReconcileService)); err != nil {
+		return err
+	}
+	return builder.ControllerManagedBy(mgr).
+		Named(IngressEndpointControllerName).
+		For(&dnsv1a1.IngressDNSRecord{}).
+		Owns(&dnsv1a1.DNSEndpoint{}).
+		Complete(reconcile.Func(r.ReconcileIngress))
+}
+
+// ReconcileService writes the DNSEndpoint of one ServiceDNSRecord.
+func (r *DNSEndpointReconciler) ReconcileService(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	rec := &dnsv1a1.ServiceDNSRecord{}
+	if err := r.Client.Get(ctx, req.NamespacedName, rec); err != nil {
+		// A deleted record's DNSEndpoint goes with it through its owner reference.
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	return reconcile.Result{}, r.ensure(ctx, rec, dnsrecord.ServiceEndpointName(rec.Name), dnsrecord.ServiceEndpoints(rec))
+}
+
+// ReconcileIngress writes the DNSEndpoint of one IngressDNSRecord.
+func (r *DNSEndpointReconciler) ReconcileIngress(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	rec := &dnsv1a1.IngressDNSRecord{}
+	if err := r.Client.Get(ctx, req.NamespacedName, rec); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	return reconcile.Result{}, r.ensure(ctx, rec, dnsrecord.IngressEndpointName(rec.Name), dnsrecord.IngressEndpoints(rec))
+}
+
+// ensure makes the DNSEndpoint name, controlled by owner, hold endpoints.
+func (r *DNSEndpointReconciler) ensure(ctx context.Context, owner client.Object, name string, endpoints []dnsv1a1.Endpoint) error {
+	key := client.ObjectKey{Namespace: owner.GetNamespace(), Name: name}
+	current := &dnsv1a1.DNSEndpoint{}
+	err := r.Client.Get(ctx, key, current)
+	if apierrors.IsNotFound(err) {
+		ep := &dnsv1a1.DNSEndpoint{
+			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
+			Spec:       dnsv1a1.DNSEndpointSpec{Endpoints: endpoints},
+		}
+		if err := controllerutil.SetControllerReference(owner, ep, r.Scheme); err != nil {
+			return err
+		}
+		if err := r.Client.Create(ctx, ep); err != nil {
+			return fmt.Errorf("create DNSEndpoint %s: %w", key, err)
+		}
+		log.FromContext(ctx).Info("Created DNSEndpoint", "dnsEndpoint", key, "endpoints", len(endpoints))
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get DNSEndpoint %s: %w", key, err)
+	}
+
+	desired := current.DeepCopy()
+	desired.Spec.Endpoints = endpoints
+	// Fails when another object controls the DNSEndpoint: it is not ours
+	// to overwrite.
+	if err := controllerutil.SetControllerReference(owner, desired, r.Scheme); err != nil {
+		return fmt.Errorf("DNSEndpoint %s: %w", key, err)
+	}
+	if equality.Semantic.DeepEqual(current.Spec, desired.Spec) && equality.Semantic.DeepEqual(current.OwnerReferences, desired.OwnerReferences) {
+		return nil
+	}
+	if err := r.Client.Update(ctx, desired); err != nil {
+		return fmt.Errorf("update DNSEndpoint %s: %w", key, err)
+	}
+	log.FromContext(ctx).Info("Updated DNSEndpoint", "dnsEndpoint", key, "endpoints", len(endpoints))
+	return nil
+}

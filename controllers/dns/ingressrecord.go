@@ -1,0 +1,177 @@
+package dns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	fedv1b1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
+	dnsv1a1 "github.com/kubefed-io/kubefed/api/multiclusterdns/v1alpha1"
+	"github.com/kubefed-io/kubefed/pkg/dnsrecord"
+)
+
+// IngressRecordControllerName names the IngressDNSRecord status controller.
+const IngressRecordControllerName = "ingressdnsrecord-controller"
+
+// IngressDNSRecordReconciler fills the status of IngressDNSRecords with one
+// entry per ready member cluster that has the Ingress of the record's
+// namespace and name, holding that Ingress's load-balancer status.
+type IngressDNSRecordReconciler struct {
+	// Client reads IngressDNSRecords and KubeFedClusters, from the manager's
+	// cache, and writes record status. SetupWithManager sets the manager's
+	// client when nil.
+	Client client.Client
+	// Namespace is the KubeFed namespace, which holds the KubeFedClusters.
+	Namespace string
+	// Members reads the member clusters' Ingresses from the shared member
+	// caches (an *informermanager.Manager).
+	Members MemberCaches
+	// Readiness says which members are ready (a *cluster.ReadinessTracker);
+	// only ready members contribute targets.
+	Readiness Readiness
+	// SyncRetry is how soon a record is looked at again while a ready
+	// member's cache is not synced; DefaultSyncRetry when zero.
+	SyncRetry time.Duration
+}
+
+// SetupWithManager registers the controller with mgr. It watches
+// IngressDNSRecords, the KubeFedClusters of Namespace, member readiness and
+// the members' managed Ingresses.
+func (r *IngressDNSRecordReconciler) SetupWithManager(mgr manager.Manager) error {
+	if r.Members == nil || r.Readiness == nil {
+		return errors.New("IngressDNSRecordReconciler needs Members and Readiness")
+	}
+	if r.Client == nil {
+		r.Client = mgr.GetClient()
+	}
+	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == r.Namespace })
+	// Readiness changes come from the tracker; only clusters coming and
+	// going matter here.
+	membership := predicate.Funcs{UpdateFunc: func(_ event.UpdateEvent) bool { return false }}
+	return builder.ControllerManagedBy(mgr).
+		Named(IngressRecordControllerName).
+		For(&dnsv1a1.IngressDNSRecord{}).
+		Watches(&fedv1b1.KubeFedCluster{}, handler.EnqueueRequestsFromMapFunc(r.allRecords),
+			builder.WithPredicates(inNamespace, membership)).
+		WatchesRawSource(readinessSource(r.Readiness, func(ctx context.Context) []reconcile.Request { return r.allRecords(ctx, nil) })).
+		WatchesRawSource(memberSource(r.Members, ingressesGVR, sameName)).
+		Complete(r)
+}
+
+func (r *IngressDNSRecordReconciler) allRecords(ctx context.Context, _ client.Object) []reconcile.Request {
+	list := &dnsv1a1.IngressDNSRecordList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		log.FromContext(ctx).Error(err, "Listing IngressDNSRecords")
+		return nil
+	}
+	return requestsOf(list.Items)
+}
+
+// Reconcile rebuilds one record's status from the ready members' copies of
+// the Ingress and writes it when it changed.
+func (r *IngressDNSRecordReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	rec := &dnsv1a1.IngressDNSRecord{}
+	if err := r.Client.Get(ctx, req.NamespacedName, rec); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	clusters := &fedv1b1.KubeFedClusterList{}
+	if err := r.Client.List(ctx, clusters, client.InNamespace(r.Namespace)); err != nil {
+		return reconcile.Result{}, fmt.Errorf("list KubeFedClusters: %w", err)
+	}
+	slices.SortFunc(clusters.Items, func(a, b fedv1b1.KubeFedCluster) int { return strings.Compare(a.Name, b.Name) })
+
+	previous := map[string]dnsv1a1.ClusterIngressDNS{}
+	for _, c := range rec.Status.DNS {
+		previous[c.Cluster] = c
+	}
+	var (
+		entries     []dnsv1a1.ClusterIngressDNS
+		unsynced    []string
+		ready       int
+		withTargets int
+	)
+	for i := range clusters.Items {
+		name := clusters.Items[i].Name
+		if !r.Readiness.IsReady(name) {
+			continue
+		}
+		ready++
+		ing := &networkingv1.Ingress{}
+		found, err := memberObject(r.Members, name, ingressesGVR, req.NamespacedName, ing)
+		if errors.Is(err, errNotSynced) {
+			unsynced = append(unsynced, name)
+			if prev, ok := previous[name]; ok {
+				entries = append(entries, prev)
+			}
+			continue
+		}
+		if err != nil {
+			return reconcile.Result{}, fmt.Errorf("read Ingress %s in cluster %s: %w", req.NamespacedName, name, err)
+		}
+		if !found {
+			continue
+		}
+		entry := dnsv1a1.ClusterIngressDNS{Cluster: name, LoadBalancer: dnsrecord.IngressLoadBalancer(ing.Status.LoadBalancer)}
+		if !dnsrecord.LoadBalancerTargets(entry.LoadBalancer).Empty() {
+			withTargets++
+		}
+		entries = append(entries, entry)
+	}
+
+	status := rec.Status.DeepCopy()
+	status.DNS = entries
+	var cond metav1.Condition
+	switch {
+	case withTargets > 0:
+		cond = metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonTargetsFound,
+			Message: fmt.Sprintf("%d of %d ready member clusters have load-balancer targets", withTargets, ready)}
+	case len(unsynced) > 0:
+	case len(entries) == 0:
+		cond = metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonIngressNotFound,
+			Message: fmt.Sprintf("none of the %d ready member clusters has an Ingress %s/%s managed by KubeFed", ready, rec.Namespace, rec.Name)}
+	default:
+		cond = metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonNoTargets,
+			Message: fmt.Sprintf("the Ingress exists in %d of %d ready member clusters but none has a load-balancer address", len(entries), ready)}
+	}
+	if cond.Type != "" {
+		cond.ObservedGeneration = rec.Generation
+		meta.SetStatusCondition(&status.Conditions, cond)
+	}
+
+	result := reconcile.Result{}
+	if len(unsynced) > 0 {
+		log.FromContext(ctx).V(1).Info("Member caches not synced; looking again soon", "clusters", unsynced)
+		result.RequeueAfter = r.syncRetry()
+	}
+	if equality.Semantic.DeepEqual(&rec.Status, status) {
+		return result, nil
+	}
+	rec.Status = *status
+	if err := r.Client.Status().Update(ctx, rec); err != nil {
+		return reconcile.Result{}, fmt.Errorf("update IngressDNSRecord status: %w", err)
+	}
+	return result, nil
+}
+
+func (r *IngressDNSRecordReconciler) syncRetry() time.Duration {
+	if r.SyncRetry > 0 {
+		return r.SyncRetry
+	}
+	return DefaultSyncRetry
+}

@@ -1,0 +1,236 @@
+package dnsrecord
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	dnsv1a1 "github.com/kubefed-io/kubefed/api/multiclusterdns/v1alpha1"
+)
+
+// Names of the DNSEndpoints the records are written to, by record kind.
+const (
+	ServiceEndpointPrefix = "service-"
+	IngressEndpointPrefix = "ingress-"
+)
+
+// ServiceEndpointName is the name of the DNSEndpoint of a ServiceDNSRecord.
+func ServiceEndpointName(record string) string { return ServiceEndpointPrefix + record }
+
+// IngressEndpointName is the name of the DNSEndpoint of an IngressDNSRecord.
+func IngressEndpointName(record string) string { return IngressEndpointPrefix + record }
+
+// TTL returns the TTL of a record whose object asks for ttl: the default,
+// 180 seconds, when it asks for none.
+func TTL(ttl dnsv1a1.TTL) dnsv1a1.TTL {
+	if ttl <= 0 {
+		return dnsv1a1.DefaultRecordTTL
+	}
+	return ttl
+}
+
+// ServiceNames builds the names of one ServiceDNSRecord:
+// <service>.<namespace>.<federation>.svc.[<zone>.][<region>.]<domain>.
+type ServiceNames struct {
+	// Service is the first label: the Service's name, or the record's
+	// externalName, which replaces it as in KubeFed.
+	Service    string
+	Namespace  string
+	Federation string
+	Domain     string
+}
+
+// NewServiceNames returns the names of rec, whose status.domain must be set.
+func NewServiceNames(rec *dnsv1a1.ServiceDNSRecord) ServiceNames {
+	service := rec.Name
+	if rec.Spec.ExternalName != "" {
+		service = rec.Spec.ExternalName
+	}
+	return ServiceNames{
+		Service:    normalizeName(service),
+		Namespace:  rec.Namespace,
+		Federation: rec.Spec.DomainRef,
+		Domain:     normalizeName(rec.Status.Domain),
+	}
+}
+
+func (n ServiceNames) prefix() string {
+	return strings.Join([]string{n.Service, n.Namespace, n.Federation, "svc"}, ".")
+}
+
+// Global is the name that answers every healthy target.
+func (n ServiceNames) Global() string { return n.prefix() + "." + n.Domain }
+
+// Region is the name that answers the targets of one region.
+func (n ServiceNames) Region(region string) string {
+	return n.prefix() + "." + region + "." + n.Domain
+}
+
+// Zone is the name that answers the targets of one zone of a region.
+func (n ServiceNames) Zone(zone, region string) string {
+	return n.prefix() + "." + zone + "." + region + "." + n.Domain
+}
+
+type zoneKey struct{ region, zone string }
+
+// ServiceEndpoints returns the records of a ServiceDNSRecord, built from its
+// spec and the member targets in its status:
+//
+//   - the global name has A (and AAAA) records with every member's IPs;
+//   - each region's name has the IPs of that region's members, and each
+//     zone's name those of that zone's members;
+//   - a region or zone name whose members have no IP points one level up
+//     with a CNAME (zone to region, region to global), so that clients
+//     asking for a local name fall back to the nearest healthy targets;
+//   - a name whose members have only load-balancer hostnames is a CNAME to
+//     the first of them in sorted order, as DNS allows one CNAME per name;
+//   - spec.dnsPrefix adds <dnsPrefix>.<domain> as a CNAME to the global name.
+//
+// There are no records when the global name has no targets, since every
+// name would lead nowhere, nor without a domain in the status. Members
+// without a region contribute to the global name only, and zones without a
+// region are skipped, since their names would have an empty label; so are
+// zones and regions that are not valid DNS labels. A name that is not a valid
+// DNS name, from an externalName or dnsPrefix with a character DNS does not
+// allow, is left out: a provider would reject it, and ExternalDNS sends
+// records in batches that one bad name can fail. The order is global,
+// regions, zones, prefix, each sorted, so that equal inputs give equal
+// DNSEndpoints.
+func ServiceEndpoints(rec *dnsv1a1.ServiceDNSRecord) []dnsv1a1.Endpoint {
+	names := NewServiceNames(rec)
+	if names.Domain == "" || names.Service == "" {
+		return nil
+	}
+	ttl := TTL(rec.Spec.RecordTTL)
+
+	var global Targets
+	regions := map[string]*Targets{}
+	zones := map[zoneKey]*Targets{}
+	for _, c := range rec.Status.DNS {
+		t := LoadBalancerTargets(c.LoadBalancer)
+		global.merge(t)
+		region, ok := dnsLabel(c.Region)
+		if !ok {
+			continue
+		}
+		if regions[region] == nil {
+			regions[region] = &Targets{}
+		}
+		regions[region].merge(t)
+		for _, z := range c.Zones {
+			zone, ok := dnsLabel(z)
+			if !ok {
+				continue
+			}
+			k := zoneKey{region: region, zone: zone}
+			if zones[k] == nil {
+				zones[k] = &Targets{}
+			}
+			zones[k].merge(t)
+		}
+	}
+	global = global.normalized()
+	if global.Empty() {
+		return nil
+	}
+
+	out := recordsFor(names.Global(), global, "", ttl)
+	for _, region := range sortedKeys(regions) {
+		out = append(out, recordsFor(names.Region(region), regions[region].normalized(), names.Global(), ttl)...)
+	}
+	zoneKeys := make([]zoneKey, 0, len(zones))
+	for k := range zones {
+		zoneKeys = append(zoneKeys, k)
+	}
+	slices.SortFunc(zoneKeys, func(a, b zoneKey) int {
+		return cmp.Or(strings.Compare(a.region, b.region), strings.Compare(a.zone, b.zone))
+	})
+	for _, k := range zoneKeys {
+		out = append(out, recordsFor(names.Zone(k.zone, k.region), zones[k].normalized(), names.Region(k.region), ttl)...)
+	}
+	if prefix := normalizeName(rec.Spec.DNSPrefix); prefix != "" {
+		out = append(out, cname(prefix+"."+names.Domain, names.Global(), ttl))
+	}
+	return validNames(out)
+}
+
+// IngressEndpoints returns the records of an IngressDNSRecord: each host
+// answers the IPs of every member's Ingress, or is a CNAME to the first
+// load-balancer hostname when there are no IPs; a host without targets gets
+// no record. Hosts are deduplicated and sorted; invalid ones are left out.
+func IngressEndpoints(rec *dnsv1a1.IngressDNSRecord) []dnsv1a1.Endpoint {
+	var all Targets
+	for _, c := range rec.Status.DNS {
+		all.merge(LoadBalancerTargets(c.LoadBalancer))
+	}
+	all = all.normalized()
+	if all.Empty() {
+		return nil
+	}
+	hosts := make([]string, 0, len(rec.Spec.Hosts))
+	for _, h := range rec.Spec.Hosts {
+		if h = normalizeName(h); h != "" {
+			hosts = append(hosts, h)
+		}
+	}
+	ttl := TTL(rec.Spec.RecordTTL)
+	var out []dnsv1a1.Endpoint
+	for _, host := range sortedUnique(hosts) {
+		out = append(out, recordsFor(host, all, "", ttl)...)
+	}
+	return validNames(out)
+}
+
+// validNames drops the endpoints whose name is not a valid DNS name; a
+// leading "*." wildcard label is allowed.
+func validNames(eps []dnsv1a1.Endpoint) []dnsv1a1.Endpoint {
+	return slices.DeleteFunc(eps, func(ep dnsv1a1.Endpoint) bool {
+		return len(validation.IsDNS1123Subdomain(strings.TrimPrefix(ep.DNSName, "*."))) > 0
+	})
+}
+
+// recordsFor returns the records of one name: its IPs, else a CNAME to its
+// first hostname, else a CNAME to up when there is a level above.
+func recordsFor(name string, t Targets, up string, ttl dnsv1a1.TTL) []dnsv1a1.Endpoint {
+	var out []dnsv1a1.Endpoint
+	if len(t.IPv4) > 0 {
+		out = append(out, dnsv1a1.Endpoint{DNSName: name, RecordType: dnsv1a1.RecordTypeA, RecordTTL: ttl, Targets: t.IPv4})
+	}
+	if len(t.IPv6) > 0 {
+		out = append(out, dnsv1a1.Endpoint{DNSName: name, RecordType: dnsv1a1.RecordTypeAAAA, RecordTTL: ttl, Targets: t.IPv6})
+	}
+	switch {
+	case len(out) > 0:
+	case len(t.Hostnames) > 0:
+		out = append(out, cname(name, t.Hostnames[0], ttl))
+	case up != "":
+		out = append(out, cname(name, up, ttl))
+	}
+	return out
+}
+
+func cname(name, target string, ttl dnsv1a1.TTL) dnsv1a1.Endpoint {
+	return dnsv1a1.Endpoint{DNSName: name, RecordType: dnsv1a1.RecordTypeCNAME, RecordTTL: ttl, Targets: []string{target}}
+}
+
+// dnsLabel lower-cases s and says whether it can be one label of a name.
+func dnsLabel(s string) (string, bool) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	return s, s != "" && len(validation.IsDNS1123Label(s)) == 0
+}
+
+// normalizeName lower-cases a DNS name and drops the root's trailing dot.
+func normalizeName(s string) string {
+	return strings.Trim(strings.ToLower(strings.TrimSpace(s)), ".")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
