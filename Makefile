@@ -27,6 +27,7 @@ manifests: ## Generate CRDs, the generic Federated<T> schema and the default fed
 		output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) crd paths=./api/types/... output:crd:artifacts:config=pkg/federatedtype/schema
 	go run ./hack/gen-default-types
+	hack/sync-chart.sh
 
 .PHONY: fmt
 fmt:
@@ -42,6 +43,14 @@ build: ## Build the controller-manager and kubefedctl into ./bin.
 	CGO_ENABLED=0 go build -ldflags "$(LDFLAGS)" -o $(BIN)/controller-manager ./cmd/controller-manager
 	CGO_ENABLED=0 go build -ldflags "$(LDFLAGS)" -o $(BIN)/kubefedctl ./cmd/kubefedctl
 
+.PHONY: dns-tools
+dns-tools: ## Build ExternalDNS into ./bin and install BIND (named, dig, tsig-keygen) for the DNS e2e (cached).
+	hack/build-dns-tools.sh
+
+.PHONY: helm
+helm: ## Build the helm CLI into ./bin (cached).
+	hack/build-helm.sh
+
 .PHONY: cluster-tools
 cluster-tools: ## Build etcd, kube-apiserver, kube-controller-manager and kubectl into ./bin (cached).
 	hack/build-cluster-tools.sh
@@ -49,7 +58,7 @@ cluster-tools: ## Build etcd, kube-apiserver, kube-controller-manager and kubect
 ##@ Test
 
 .PHONY: test
-test: cluster-tools build verify unit integration e2e ## Everything CI runs.
+test: cluster-tools helm build verify unit integration e2e ## Everything CI runs.
 
 .PHONY: verify
 verify: ## Fail when generated files are stale, code is unformatted or vet complains.
@@ -60,11 +69,15 @@ unit: ## Unit tests (no clusters).
 	go test -count=1 ./...
 
 .PHONY: integration
-integration: cluster-tools ## Integration tests against real local control planes.
+integration: cluster-tools helm build ## Integration tests against real local control planes.
 	go test -count=1 -tags integration -timeout 20m ./...
 
+.PHONY: chart-test
+chart-test: cluster-tools helm build ## Lint, render and install the Helm chart on a local host cluster.
+	go test -count=1 -tags integration -timeout 20m ./test/chart/...
+
 .PHONY: e2e
-e2e: cluster-tools build ## Ginkgo end-to-end suite on a host and 2 member clusters.
+e2e: cluster-tools dns-tools build ## Ginkgo end-to-end suite on a host and 2 member clusters.
 	$(GINKGO) -tags e2e --timeout 40m -v ./test/e2e/...
 
 ##@ Local clusters

@@ -69,6 +69,8 @@ orphaning-deletion). It reads the same kubeconfig as kubectl.`,
 		newDisableCommand(g, streams),
 		newFederateCommand(g, streams),
 		newOrphaningDeletionCommand(g, streams),
+		newStatusCommand(g, streams),
+		newGetCommand(g, streams),
 		newVersionCommand(streams),
 	)
 	return cmd

@@ -1,0 +1,460 @@
+//go:build integration
+
+package chart
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
+	"github.com/kubefed-io/kubefed/test/framework"
+)
+
+// chartContext is the only context of the kubeconfig the controller-manager
+// runs with: the host, as the chart's ServiceAccount.
+const chartContext = "chart-serviceaccount"
+
+// install is one release of the chart on the test host.
+type install struct {
+	scope     corev1beta1.Scope
+	namespace string
+	release   string
+}
+
+// controlPlane is an installed release with its controller-manager running
+// out of cluster on the release's ServiceAccount token.
+type controlPlane struct {
+	install
+	fw             *framework.Framework
+	serviceAccount string
+	cm             *framework.ControllerManager
+}
+
+// TestChartInstall installs the chart into a real host apiserver, once per
+// scope, and runs the controller-manager with nothing but the token of the
+// chart's ServiceAccount: members join and become Ready, the default types
+// report their propagation controllers Running, leader election and events
+// work, and not one request is forbidden. SubjectAccessReviews show the
+// rights stop where the chart says they do.
+func TestChartInstall(t *testing.T) {
+	helm := newHelm(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	for _, name := range []string{"controller-manager", "kubefedctl"} {
+		binary(t, name, "make build")
+	}
+	fw, err := framework.Start(ctx, t.TempDir(), 1, testWriter{t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := fw.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+
+	// The releases share the host and its CRDs; each runs its own
+	// controller-manager, stopped before the next starts.
+	for _, in := range []install{
+		{scope: corev1beta1.ClusterScoped, namespace: corev1beta1.DefaultKubeFedNamespace, release: "kubefed"},
+		{scope: corev1beta1.NamespaceScoped, namespace: "kubefed-tenant", release: "tenant"},
+	} {
+		t.Run(string(in.scope), func(t *testing.T) {
+			cp := installChart(ctx, t, fw, helm, in)
+			cp.checkRights(ctx, t)
+			cp.start(ctx, t)
+			cp.checkMemberJoins(ctx, t)
+			cp.checkDefaultTypesRun(ctx, t)
+			cp.checkLeaderElection(ctx, t)
+			cp.checkClusterEvents(ctx, t)
+			cp.checkNothingForbidden(t)
+		})
+	}
+}
+
+// testWriter sends the local clusters' progress to the test log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// eventually polls cond until it holds, failing with its last state.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for time.Now().Before(deadline) {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		last = state
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for %s; last state: %s", timeout, what, last)
+}
+
+// installChart installs the chart and finds its ServiceAccount. The health
+// checks probe every 2s so that members become Ready quickly.
+func installChart(ctx context.Context, t *testing.T, fw *framework.Framework, helm *helmCLI, in install) *controlPlane {
+	t.Helper()
+	args := []string{"install", in.release, chartDir,
+		"--namespace", in.namespace, "--create-namespace",
+		"--kubeconfig", fw.Kubeconfig, "--kube-context", fw.Host.Name,
+		"--set", "global.scope=" + string(in.scope),
+		"--set", "kubefedConfig.clusterHealthCheck.period=2s",
+	}
+	if _, err := helm.run(args...); err != nil {
+		t.Fatal(err)
+	}
+	c := fw.Host.Client
+	var cfg corev1beta1.KubeFedConfig
+	if err := c.Get(ctx, client.ObjectKey{Namespace: in.namespace, Name: corev1beta1.KubeFedConfigName}, &cfg); err != nil {
+		t.Fatalf("the chart's KubeFedConfig: %v", err)
+	}
+	if cfg.Spec.Scope != in.scope {
+		t.Errorf("KubeFedConfig scope %s, want %s", cfg.Spec.Scope, in.scope)
+	}
+	var sas corev1.ServiceAccountList
+	if err := c.List(ctx, &sas, client.InNamespace(in.namespace), client.MatchingLabels{
+		"app.kubernetes.io/instance": in.release, "app.kubernetes.io/component": "controller-manager",
+	}); err != nil || len(sas.Items) != 1 {
+		t.Fatalf("want the chart's one ServiceAccount in %s, found %d (%v)", in.namespace, len(sas.Items), err)
+	}
+	return &controlPlane{install: in, fw: fw, serviceAccount: sas.Items[0].Name}
+}
+
+// federationNamespace is a namespace federated objects may live in: any
+// with Cluster scope, only the release namespace with Namespaced scope.
+func (cp *controlPlane) federationNamespace() string {
+	if cp.scope == corev1beta1.ClusterScoped {
+		return "demo"
+	}
+	return cp.namespace
+}
+
+// access is one request the ServiceAccount might make.
+type access struct {
+	verb, group, resource, subresource, namespace, name string
+}
+
+func (a access) String() string {
+	r := a.resource
+	if a.subresource != "" {
+		r += "/" + a.subresource
+	}
+	if a.group != "" {
+		r += "." + a.group
+	}
+	where := "cluster-wide"
+	if a.namespace != "" {
+		where = "in " + a.namespace
+	}
+	if a.name != "" {
+		r += " " + a.name
+	}
+	return fmt.Sprintf("%s %s %s", a.verb, r, where)
+}
+
+// checkRights asks the apiserver what the chart's ServiceAccount may do:
+// what the controller-manager needs, and not what it does not.
+func (cp *controlPlane) checkRights(ctx context.Context, t *testing.T) {
+	t.Helper()
+	ns, fed := cp.namespace, cp.federationNamespace()
+	allowed := []access{
+		{verb: "get", resource: "secrets", namespace: ns},
+		{verb: "watch", resource: "secrets", namespace: ns},
+		{verb: "create", group: "coordination.k8s.io", resource: "leases", namespace: ns},
+		{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: ns, name: "kubefed-controller-manager"},
+		{verb: "create", resource: "events", namespace: ns},
+		{verb: "patch", group: "events.k8s.io", resource: "events", namespace: ns},
+		{verb: "watch", group: "core.kubefed.io", resource: "kubefedclusters", namespace: ns},
+		{verb: "patch", group: "core.kubefed.io", resource: "kubefedclusters", subresource: "status", namespace: ns},
+		{verb: "update", group: "core.kubefed.io", resource: "federatedtypeconfigs", namespace: ns},
+		{verb: "patch", group: "core.kubefed.io", resource: "federatedtypeconfigs", subresource: "status", namespace: ns},
+		{verb: "get", group: "core.kubefed.io", resource: "kubefedconfigs", namespace: ns, name: "kubefed"},
+		{verb: "get", resource: "namespaces", name: "kube-system"},
+		{verb: "watch", group: "types.kubefed.io", resource: "federateddeployments", namespace: fed},
+		{verb: "update", group: "types.kubefed.io", resource: "federateddeployments", namespace: fed},
+		{verb: "update", group: "types.kubefed.io", resource: "federateddeployments", subresource: "status", namespace: fed},
+		{verb: "update", group: "types.kubefed.io", resource: "federatednamespaces", subresource: "finalizers", namespace: fed},
+		{verb: "list", group: "scheduling.kubefed.io", resource: "replicaschedulingpreferences", namespace: fed},
+		{verb: "update", group: "multiclusterdns.kubefed.io", resource: "servicednsrecords", subresource: "status", namespace: fed},
+		{verb: "create", group: "multiclusterdns.kubefed.io", resource: "dnsendpoints", namespace: fed},
+		{verb: "list", group: "multiclusterdns.kubefed.io", resource: "domains", namespace: ns},
+		{verb: "create", resource: "events", namespace: fed},
+		{verb: "create", group: "events.k8s.io", resource: "events", namespace: fed},
+		{verb: "get", group: "apiextensions.k8s.io", resource: "customresourcedefinitions", name: "widgets.example.com"},
+	}
+	denied := []access{
+		{verb: "list", resource: "secrets"},
+		{verb: "get", resource: "secrets", namespace: "kube-system"},
+		{verb: "create", resource: "secrets", namespace: ns},
+		{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: ns, name: "another-lease"},
+		{verb: "create", group: "core.kubefed.io", resource: "kubefedconfigs", namespace: ns},
+		{verb: "update", group: "core.kubefed.io", resource: "kubefedconfigs", namespace: ns, name: "kubefed"},
+		{verb: "update", group: "core.kubefed.io", resource: "kubefedclusters", namespace: ns},
+		{verb: "delete", group: "core.kubefed.io", resource: "kubefedclusters", namespace: ns},
+		{verb: "create", group: "core.kubefed.io", resource: "federatedtypeconfigs", namespace: ns},
+		{verb: "delete", group: "core.kubefed.io", resource: "federatedtypeconfigs", namespace: ns},
+		{verb: "create", group: "types.kubefed.io", resource: "federateddeployments", namespace: fed},
+		{verb: "delete", group: "types.kubefed.io", resource: "federateddeployments", namespace: fed},
+		{verb: "update", group: "scheduling.kubefed.io", resource: "replicaschedulingpreferences", namespace: fed},
+		{verb: "delete", group: "multiclusterdns.kubefed.io", resource: "dnsendpoints", namespace: fed},
+		{verb: "get", resource: "namespaces", name: "default"},
+		{verb: "list", resource: "namespaces"},
+		{verb: "get", resource: "configmaps", namespace: ns},
+		{verb: "create", resource: "pods", namespace: ns},
+		{verb: "list", group: "apiextensions.k8s.io", resource: "customresourcedefinitions"},
+		{verb: "update", group: "apiextensions.k8s.io", resource: "customresourcedefinitions", name: "widgets.example.com"},
+		{verb: "create", group: "rbac.authorization.k8s.io", resource: "rolebindings", namespace: ns},
+		{verb: "impersonate", resource: "serviceaccounts", namespace: ns},
+	}
+	if cp.scope == corev1beta1.ClusterScoped {
+		allowed = append(allowed,
+			access{verb: "list", group: "types.kubefed.io", resource: "federateddeployments"},
+			access{verb: "watch", group: "types.kubefed.io", resource: "federatedclusterroles"},
+		)
+	} else {
+		denied = append(denied,
+			access{verb: "list", group: "types.kubefed.io", resource: "federateddeployments"},
+			access{verb: "get", group: "types.kubefed.io", resource: "federateddeployments", namespace: "demo"},
+			access{verb: "list", group: "scheduling.kubefed.io", resource: "replicaschedulingpreferences", namespace: "demo"},
+			access{verb: "create", resource: "events", namespace: "demo"},
+			access{verb: "create", group: "events.k8s.io", resource: "events", namespace: "demo"},
+		)
+	}
+	user := fmt.Sprintf("system:serviceaccount:%s:%s", cp.namespace, cp.serviceAccount)
+	groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + cp.namespace, "system:authenticated"}
+	check := func(a access, want bool) {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: user, Groups: groups,
+			ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.subresource, Namespace: a.namespace, Name: a.name,
+			},
+		}}
+		got, err := cp.fw.Host.Kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status.Allowed != want {
+			t.Errorf("%s may %s: %v, want %v", user, a, got.Status.Allowed, want)
+		}
+	}
+	for _, a := range allowed {
+		check(a, true)
+	}
+	for _, a := range denied {
+		check(a, false)
+	}
+}
+
+// start runs bin/controller-manager out of cluster with a kubeconfig
+// holding only a token of the chart's ServiceAccount. The framework puts
+// the admin kubeconfig and context first on the command line; ours come
+// later and win, and as neither file knows the other's context, the
+// controller-manager could not start on a mix of the two.
+func (cp *controlPlane) start(ctx context.Context, t *testing.T) {
+	t.Helper()
+	token, err := cp.fw.Host.Kube.CoreV1().ServiceAccounts(cp.namespace).CreateToken(ctx, cp.serviceAccount,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}},
+		metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("TokenRequest for %s/%s: %v", cp.namespace, cp.serviceAccount, err)
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["host"] = &clientcmdapi.Cluster{Server: cp.fw.Host.Config.Host, CertificateAuthorityData: cp.fw.Host.Config.CAData}
+	kc.AuthInfos[cp.serviceAccount] = &clientcmdapi.AuthInfo{Token: token.Status.Token}
+	kc.Contexts[chartContext] = &clientcmdapi.Context{Cluster: "host", AuthInfo: cp.serviceAccount}
+	kc.CurrentContext = chartContext
+	dir := t.TempDir()
+	path := filepath.Join(dir, "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	cm, err := cp.fw.StartControllerManager(ctx, dir,
+		"--kubeconfig", path, "--context", chartContext,
+		"--kubefed-namespace", cp.namespace, "--scope", string(cp.scope))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp.cm = cm
+	t.Cleanup(func() {
+		_ = cm.Stop()
+		if t.Failed() {
+			t.Logf("controller-manager log (%s):\n%s", cm.LogPath, lastLines(framework.ReadFile(cm.LogPath), 80))
+		}
+	})
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// checkMemberJoins joins the member as users do and waits for the
+// controller-manager to probe it Ready and summarize it.
+func (cp *controlPlane) checkMemberJoins(ctx context.Context, t *testing.T) {
+	t.Helper()
+	member := cp.fw.Members[0].Name
+	if _, _, err := cp.fw.Kubefedctl(ctx, "join", member, "--cluster-context", member,
+		"--host-cluster-context", cp.fw.Host.Name, "--kubefed-namespace", cp.namespace); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 90*time.Second, "KubeFedCluster "+member+" Ready", func() (bool, string) {
+		var kfc corev1beta1.KubeFedCluster
+		if err := cp.fw.Host.Client.Get(ctx, client.ObjectKey{Namespace: cp.namespace, Name: member}, &kfc); err != nil {
+			return false, err.Error()
+		}
+		for _, c := range kfc.Status.Conditions {
+			if c.Type == corev1beta1.ClusterReady {
+				state := fmt.Sprintf("%s/%s", c.Status, ptr.Deref(c.Reason, ""))
+				return state == "True/ClusterReady" && kfc.Status.KubernetesVersion != "", state
+			}
+		}
+		return false, "no Ready condition"
+	})
+	// kubefedctl reads what the controller-manager wrote.
+	row := regexp.MustCompile(`(?m)^` + member + `\s+True\s+v1\.37\.2\s+`)
+	out, _, err := cp.fw.Kubefedctl(ctx, "get", "clusters", "--kubefed-namespace", cp.namespace)
+	if err != nil || !row.MatchString(out) {
+		t.Errorf("kubefedctl get clusters (%v):\n%s", err, out)
+	}
+	// status finds every type the chart enabled served by the host.
+	out, errOut, err := cp.fw.Kubefedctl(ctx, "status", "-n", cp.federationNamespace(), "--kubefed-namespace", cp.namespace)
+	if err != nil || out != "" || errOut != "No federated objects found in namespace "+cp.federationNamespace()+".\n" {
+		t.Errorf("kubefedctl status (%v):\n%s%s", err, out, errOut)
+	}
+}
+
+// checkDefaultTypesRun waits for every FederatedTypeConfig the chart
+// installed to report its propagation controller Running.
+func (cp *controlPlane) checkDefaultTypesRun(ctx context.Context, t *testing.T) {
+	t.Helper()
+	want := len(defaultTypeConfigs(t))
+	if cp.scope == corev1beta1.NamespaceScoped {
+		want-- // clusterroles: a Namespaced control plane federates nothing cluster-scoped
+	}
+	eventually(t, 90*time.Second, "the chart's FederatedTypeConfigs Running", func() (bool, string) {
+		var list corev1beta1.FederatedTypeConfigList
+		if err := cp.fw.Host.Client.List(ctx, &list, client.InNamespace(cp.namespace)); err != nil {
+			return false, err.Error()
+		}
+		var notRunning []string
+		for _, ftc := range list.Items {
+			if ftc.Status.PropagationController != corev1beta1.ControllerStatusRunning || ftc.Status.ObservedGeneration != ftc.Generation {
+				notRunning = append(notRunning, fmt.Sprintf("%s=%q", ftc.Name, ftc.Status.PropagationController))
+			}
+		}
+		if len(list.Items) != want {
+			return false, fmt.Sprintf("%d FederatedTypeConfigs, want %d", len(list.Items), want)
+		}
+		return len(notRunning) == 0, "not running: " + strings.Join(notRunning, ", ")
+	})
+}
+
+// checkLeaderElection proves the Lease and its core/v1 event were written.
+func (cp *controlPlane) checkLeaderElection(ctx context.Context, t *testing.T) {
+	t.Helper()
+	eventually(t, 30*time.Second, "the leader's Lease and LeaderElection event", func() (bool, string) {
+		var lease coordinationv1.Lease
+		if err := cp.fw.Host.Client.Get(ctx, client.ObjectKey{Namespace: cp.namespace, Name: "kubefed-controller-manager"}, &lease); err != nil {
+			return false, err.Error()
+		}
+		if ptr.Deref(lease.Spec.HolderIdentity, "") == "" {
+			return false, "the Lease has no holder"
+		}
+		var events corev1.EventList
+		if err := cp.fw.Host.Client.List(ctx, &events, client.InNamespace(cp.namespace)); err != nil {
+			return false, err.Error()
+		}
+		for _, e := range events.Items {
+			if e.Reason == "LeaderElection" && e.InvolvedObject.Kind == "Lease" {
+				return true, ""
+			}
+		}
+		return false, "no LeaderElection event"
+	})
+}
+
+// checkClusterEvents makes the KubeFedCluster controller report a problem
+// through events.k8s.io, the API it records events with.
+func (cp *controlPlane) checkClusterEvents(ctx context.Context, t *testing.T) {
+	t.Helper()
+	broken := &corev1beta1.KubeFedCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: cp.namespace, Name: "no-secret"},
+		Spec: corev1beta1.KubeFedClusterSpec{
+			APIEndpoint: "https://127.0.0.1:1", SecretRef: corev1beta1.LocalSecretReference{Name: "no-such-secret"},
+		},
+	}
+	if err := cp.fw.Host.Client.Create(ctx, broken); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cp.fw.Host.Client.Delete(ctx, broken) }()
+	eventually(t, 30*time.Second, "a MalformedClusterConfig event", func() (bool, string) {
+		events, err := cp.fw.Host.Kube.EventsV1().Events(cp.namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, e := range events.Items {
+			if e.Regarding.Name == broken.Name && e.Reason == "MalformedClusterConfig" {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d events, none about %s", len(events.Items), broken.Name)
+	})
+}
+
+// checkNothingForbidden fails when the host refused any request of the
+// controller-manager. client-go's reflectors, the controllers and the event
+// broadcasters all log the apiserver's answer, which names the user:
+// refusals by members, which join's credentials govern, name another.
+func (cp *controlPlane) checkNothingForbidden(t *testing.T) {
+	t.Helper()
+	data, err := os.ReadFile(cp.cm.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := fmt.Sprintf("system:serviceaccount:%s:%s", cp.namespace, cp.serviceAccount)
+	var refused []string
+	members := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		switch {
+		case !strings.Contains(line, "forbidden"):
+		case strings.Contains(line, user):
+			refused = append(refused, line)
+		default:
+			members++
+		}
+	}
+	if len(refused) > 0 {
+		t.Errorf("the chart's ServiceAccount lacks rights the controller-manager used:\n%s", strings.Join(refused, "\n"))
+	}
+	if members > 0 {
+		t.Logf("%d requests to member clusters were forbidden; see %s", members, cp.cm.LogPath)
+	}
+	if cp.cm.Exited() {
+		t.Error("the controller-manager exited")
+	}
+}

@@ -1,0 +1,461 @@
+//go:build integration
+
+package chart
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
+	"github.com/kubefed-io/kubefed/pkg/kubefedconfig"
+	"github.com/kubefed-io/kubefed/test/framework"
+)
+
+const renderNamespace = "fed-system"
+
+var scopes = []corev1beta1.Scope{corev1beta1.ClusterScoped, corev1beta1.NamespaceScoped}
+
+func TestChartLints(t *testing.T) {
+	h := newHelm(t)
+	for _, scope := range scopes {
+		if out, err := h.run("lint", "--strict", chartDir, "--set", "global.scope="+string(scope)); err != nil {
+			t.Errorf("scope %s: %v", scope, err)
+		} else if !strings.Contains(out, "0 chart(s) failed") {
+			t.Errorf("scope %s: %s", scope, out)
+		}
+	}
+}
+
+// TestChartRejectsInvalidValues proves values.schema.json stops mistakes
+// before anything reaches a cluster.
+func TestChartRejectsInvalidValues(t *testing.T) {
+	h := newHelm(t)
+	for set, want := range map[string]string{
+		"global.scope=Everything":                                  "/global/scope",
+		"kubefedConfig.clusterHealthCheck.period=soon":             "/kubefedConfig/clusterHealthCheck/period",
+		"kubefedConfig.syncController.adoptResources=Sometimes":    "/kubefedConfig/syncController/adoptResources",
+		"kubefedConfig.featureGates.Teleport=Enabled":              "Teleport",
+		"kubefedConfig.statusController.maxConcurrentReconciles=0": "/kubefedConfig/statusController/maxConcurrentReconciles",
+	} {
+		_, err := h.run("template", "kubefed", chartDir, "--set", set)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("--set %s: got %v, want an error naming %s", set, err, want)
+		}
+	}
+}
+
+// TestControllerManagerDeployment checks what a highly available, hardened
+// controller-manager needs from the Deployment.
+func TestControllerManagerDeployment(t *testing.T) {
+	h := newHelm(t)
+	for _, scope := range scopes {
+		t.Run(string(scope), func(t *testing.T) {
+			objs := h.template(t, renderNamespace, nil, "global.scope="+string(scope))
+			var d appsv1.Deployment
+			into(t, only(t, objs, "Deployment"), &d)
+			if r := d.Spec.Replicas; r == nil || *r != 2 {
+				t.Errorf("replicas %v, want 2", r)
+			}
+			pod := d.Spec.Template.Spec
+			if len(pod.Containers) != 1 {
+				t.Fatalf("%d containers", len(pod.Containers))
+			}
+			c := pod.Containers[0]
+			for _, arg := range []string{
+				"--kubefed-namespace=" + renderNamespace, "--scope=" + string(scope),
+				"--leader-elect=true", "--health-addr=:8081", "--metrics-addr=:8080",
+			} {
+				if !slices.Contains(c.Args, arg) {
+					t.Errorf("args %v lack %s", c.Args, arg)
+				}
+			}
+			probe := func(name string, p *corev1.Probe, path string) {
+				if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != path || p.HTTPGet.Port.String() != "health" {
+					t.Errorf("%s probe %+v, want GET %s on port health", name, p, path)
+				}
+			}
+			probe("liveness", c.LivenessProbe, "/healthz")
+			probe("readiness", c.ReadinessProbe, "/readyz")
+			ports := map[string]int32{}
+			for _, p := range c.Ports {
+				ports[p.Name] = p.ContainerPort
+			}
+			if ports["health"] != 8081 || ports["metrics"] != 8080 {
+				t.Errorf("ports %v", ports)
+			}
+			if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
+				t.Errorf("resources %+v", c.Resources)
+			}
+			psc, sc := pod.SecurityContext, c.SecurityContext
+			if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.RunAsUser == nil || *psc.RunAsUser == 0 {
+				t.Errorf("pod securityContext %+v does not run as non-root", psc)
+			}
+			if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+				sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+				sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+				t.Errorf("container securityContext %+v", sc)
+			}
+			var sa corev1.ServiceAccount
+			into(t, only(t, objs, "ServiceAccount"), &sa)
+			if pod.ServiceAccountName != sa.Name || sa.Namespace != renderNamespace {
+				t.Errorf("pod runs as %q, the chart's ServiceAccount is %s/%s", pod.ServiceAccountName, sa.Namespace, sa.Name)
+			}
+			var svc corev1.Service
+			into(t, only(t, objs, "Service"), &svc)
+			if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].TargetPort.String() != "metrics" ||
+				!reflect.DeepEqual(svc.Spec.Selector, d.Spec.Selector.MatchLabels) {
+				t.Errorf("metrics Service %+v does not select the controller-manager's metrics port", svc.Spec)
+			}
+			pdb := only(t, objs, "PodDisruptionBudget")
+			if v, _, _ := unstructured.NestedInt64(pdb.Object, "spec", "minAvailable"); v != 1 {
+				t.Errorf("PodDisruptionBudget minAvailable %d", v)
+			}
+		})
+	}
+}
+
+// TestRBACScope checks the shape of the RBAC per scope: Secrets and the
+// control plane's own objects only in its namespace, the federation's
+// objects cluster-wide only with Cluster scope. The rights themselves are
+// proven against a real apiserver by TestChartInstall.
+func TestRBACScope(t *testing.T) {
+	h := newHelm(t)
+	for _, scope := range scopes {
+		t.Run(string(scope), func(t *testing.T) {
+			objs := h.template(t, renderNamespace, nil, "global.scope="+string(scope))
+			var role rbacv1.Role
+			var clusterRole rbacv1.ClusterRole
+			into(t, only(t, objs, "Role"), &role)
+			into(t, only(t, objs, "ClusterRole"), &clusterRole)
+			var rb rbacv1.RoleBinding
+			var crb rbacv1.ClusterRoleBinding
+			into(t, only(t, objs, "RoleBinding"), &rb)
+			into(t, only(t, objs, "ClusterRoleBinding"), &crb)
+			sa := rbacv1.Subject{Kind: "ServiceAccount", Name: "kubefed-controller-manager", Namespace: renderNamespace}
+			if rb.RoleRef.Name != role.Name || crb.RoleRef.Name != clusterRole.Name ||
+				!slices.Equal(rb.Subjects, []rbacv1.Subject{sa}) || !slices.Equal(crb.Subjects, []rbacv1.Subject{sa}) {
+				t.Errorf("bindings %+v / %+v do not bind the roles to %+v", rb, crb, sa)
+			}
+			if !strings.Contains(clusterRole.Name, renderNamespace) {
+				t.Errorf("ClusterRole %q does not carry the namespace; two releases would collide", clusterRole.Name)
+			}
+
+			grants := func(rules []rbacv1.PolicyRule, group, resource string) bool {
+				for _, r := range rules {
+					if slices.Contains(r.APIGroups, group) && (slices.Contains(r.Resources, resource) || slices.Contains(r.Resources, "*")) {
+						return true
+					}
+				}
+				return false
+			}
+			for _, r := range append(slices.Clone(role.Rules), clusterRole.Rules...) {
+				if slices.Contains(r.Verbs, "*") || slices.Contains(r.APIGroups, "*") ||
+					(slices.Contains(r.Resources, "*") && !slices.Equal(r.APIGroups, []string{"types.kubefed.io"})) {
+					t.Errorf("wildcard rule %+v", r)
+				}
+				for _, v := range []string{"escalate", "bind", "impersonate", "deletecollection"} {
+					if slices.Contains(r.Verbs, v) {
+						t.Errorf("rule %+v grants %s", r, v)
+					}
+				}
+			}
+			for _, res := range []string{"secrets", "leases"} {
+				if grants(clusterRole.Rules, "", res) || grants(clusterRole.Rules, "coordination.k8s.io", res) {
+					t.Errorf("the ClusterRole grants %s beyond the namespace", res)
+				}
+			}
+			federation := []struct{ group, resource string }{
+				{"types.kubefed.io", "federateddeployments"},
+				{"scheduling.kubefed.io", "replicaschedulingpreferences"},
+				{"multiclusterdns.kubefed.io", "servicednsrecords"},
+				{"multiclusterdns.kubefed.io", "dnsendpoints"},
+			}
+			for _, f := range federation {
+				inRole, inClusterRole := grants(role.Rules, f.group, f.resource), grants(clusterRole.Rules, f.group, f.resource)
+				if scope == corev1beta1.ClusterScoped && (inRole || !inClusterRole) {
+					t.Errorf("Cluster scope: %s.%s should be in the ClusterRole only (Role %v, ClusterRole %v)", f.resource, f.group, inRole, inClusterRole)
+				}
+				if scope == corev1beta1.NamespaceScoped && (!inRole || inClusterRole) {
+					t.Errorf("Namespaced scope: %s.%s should be in the Role only (Role %v, ClusterRole %v)", f.resource, f.group, inRole, inClusterRole)
+				}
+			}
+			if scope == corev1beta1.NamespaceScoped {
+				want := []rbacv1.PolicyRule{
+					{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: []string{"kube-system"}, Verbs: []string{"get"}},
+					{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get"}},
+				}
+				if !reflect.DeepEqual(clusterRole.Rules, want) {
+					t.Errorf("Namespaced scope: ClusterRole rules %+v, want only the reads %+v", clusterRole.Rules, want)
+				}
+			}
+		})
+	}
+
+	// Federated types enabled in another group are granted when listed.
+	objs := h.template(t, renderNamespace, nil, "rbac.extraFederatedGroups[0]=fed.example.com")
+	var clusterRole rbacv1.ClusterRole
+	into(t, only(t, objs, "ClusterRole"), &clusterRole)
+	found := false
+	for _, r := range clusterRole.Rules {
+		found = found || slices.Equal(r.APIGroups, []string{"types.kubefed.io", "fed.example.com"})
+	}
+	if !found {
+		t.Errorf("rbac.extraFederatedGroups not granted: %+v", clusterRole.Rules)
+	}
+}
+
+// schemaLeaves maps the path of every leaf field under a KubeFedConfig's
+// spec, as the CRD the chart installs defines it, to its schema.
+func schemaLeaves(t *testing.T) map[string]apiextensionsv1.JSONSchemaProps {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(chartDir, "crds", "core.kubefed.io_kubefedconfigs.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := yaml.Unmarshal(data, &crd); err != nil {
+		t.Fatal(err)
+	}
+	leaves := map[string]apiextensionsv1.JSONSchemaProps{}
+	var walk func(path string, s apiextensionsv1.JSONSchemaProps)
+	walk = func(path string, s apiextensionsv1.JSONSchemaProps) {
+		if len(s.Properties) == 0 {
+			leaves[path] = s
+			return
+		}
+		for name, p := range s.Properties {
+			walk(strings.TrimPrefix(path+"."+name, "."), p)
+		}
+	}
+	walk("", crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"])
+	return leaves
+}
+
+// knobOverrides sets every KubeFedConfig knob to a valid value other than
+// its default, by its path under spec.
+var knobOverrides = map[string]string{
+	"controllerDuration.availableDelay":             "21s",
+	"controllerDuration.unavailableDelay":           "61s",
+	"leaderElect.leaseDuration":                     "30s",
+	"leaderElect.renewDeadline":                     "20s",
+	"leaderElect.retryPeriod":                       "4s",
+	"leaderElect.resourceLock":                      "configmaps",
+	"clusterHealthCheck.period":                     "11s",
+	"clusterHealthCheck.failureThreshold":           "4",
+	"clusterHealthCheck.successThreshold":           "2",
+	"clusterHealthCheck.timeout":                    "4s",
+	"syncController.maxConcurrentReconciles":        "17",
+	"syncController.adoptResources":                 "Disabled",
+	"syncController.notReadyClusterDeletionTimeout": "6m",
+	"statusController.maxConcurrentReconciles":      "9",
+}
+
+// TestKubeFedConfigKnobs proves that every field of the KubeFedConfig
+// schema is set from values.yaml: by default to the schema's default, and
+// to any other value through --set. A field added to the API and not to
+// the chart fails it.
+func TestKubeFedConfigKnobs(t *testing.T) {
+	h := newHelm(t)
+	leaves := schemaLeaves(t)
+
+	for _, scope := range scopes {
+		objs := h.template(t, renderNamespace, nil, "global.scope="+string(scope))
+		cfg := only(t, objs, "KubeFedConfig")
+		if cfg.GetName() != corev1beta1.KubeFedConfigName || cfg.GetNamespace() != renderNamespace {
+			t.Errorf("KubeFedConfig %s/%s, want %s/%s", cfg.GetNamespace(), cfg.GetName(), renderNamespace, corev1beta1.KubeFedConfigName)
+		}
+		for path, s := range leaves {
+			got, found, err := unstructured.NestedFieldNoCopy(cfg.Object, append([]string{"spec"}, strings.Split(path, ".")...)...)
+			switch {
+			case err != nil || !found:
+				t.Errorf("spec.%s is not rendered (%v); add it to values.yaml and templates/kubefedconfig.yaml", path, err)
+			case path == "scope":
+				if got != string(scope) {
+					t.Errorf("spec.scope %v, want %s", got, scope)
+				}
+			case path == "featureGates":
+				var gates []string
+				for _, g := range got.([]any) {
+					gate := g.(map[string]any)
+					gates = append(gates, fmt.Sprint(gate["name"]))
+					if gate["configuration"] != "Enabled" {
+						t.Errorf("feature gate %v is not Enabled by default", gate)
+					}
+				}
+				var known []string
+				for _, e := range s.Items.Schema.Properties["name"].Enum {
+					known = append(known, strings.Trim(string(e.Raw), `"`))
+				}
+				sort.Strings(known)
+				if !slices.Equal(gates, known) {
+					t.Errorf("feature gates %v, want every known gate %v", gates, known)
+				}
+			case s.Default == nil:
+				t.Errorf("spec.%s has no schema default to compare with", path)
+			default:
+				want := strings.Trim(string(s.Default.Raw), `"`)
+				if fmt.Sprint(got) != want {
+					t.Errorf("spec.%s defaults to %v, the CRD to %s", path, got, want)
+				}
+			}
+		}
+
+		// The defaults are the control plane's own.
+		var rendered corev1beta1.KubeFedConfig
+		into(t, cfg, &rendered)
+		got, err := kubefedconfig.Resolve(rendered.Spec)
+		if err != nil {
+			t.Fatalf("the rendered KubeFedConfig is invalid: %v", err)
+		}
+		want, err := kubefedconfig.Resolve(kubefedconfig.New(renderNamespace, scope).Spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("scope %s: chart settings\n%+v\ndiffer from the control plane's defaults\n%+v", scope, got, want)
+		}
+	}
+
+	// Every knob is reachable from values.
+	var pairs []string
+	for path, v := range knobOverrides {
+		if _, ok := leaves[path]; !ok {
+			t.Errorf("knobOverrides has %s, which the schema lacks", path)
+		}
+		pairs = append(pairs, "kubefedConfig."+path+"="+v)
+	}
+	for path := range leaves {
+		if _, ok := knobOverrides[path]; !ok && path != "scope" && path != "featureGates" {
+			t.Errorf("spec.%s has no entry in knobOverrides", path)
+		}
+	}
+	pairs = append(pairs, "kubefedConfig.featureGates.SchedulerPreferences=Disabled")
+	cfg := only(t, h.template(t, renderNamespace, nil, pairs...), "KubeFedConfig")
+	for path, v := range knobOverrides {
+		got, _, _ := unstructured.NestedFieldNoCopy(cfg.Object, append([]string{"spec"}, strings.Split(path, ".")...)...)
+		if fmt.Sprint(got) != v {
+			t.Errorf("--set kubefedConfig.%s=%s rendered %v", path, v, got)
+		}
+	}
+	var rendered corev1beta1.KubeFedConfig
+	into(t, cfg, &rendered)
+	settings, err := kubefedconfig.Resolve(rendered.Spec)
+	if err != nil {
+		t.Fatalf("the overridden KubeFedConfig is invalid: %v", err)
+	}
+	if settings.FeatureGates[corev1beta1.SchedulerPreferences] || !settings.FeatureGates[corev1beta1.PushReconciler] {
+		t.Errorf("feature gates %v, want only SchedulerPreferences disabled", settings.FeatureGates)
+	}
+}
+
+// defaultTypeConfigs reads config/default-types.
+func defaultTypeConfigs(t *testing.T) map[string]corev1beta1.FederatedTypeConfig {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(repoRoot, "config", "default-types", "*.yaml"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no default types (%v)", err)
+	}
+	out := map[string]corev1beta1.FederatedTypeConfig{}
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ftc corev1beta1.FederatedTypeConfig
+		if err := yaml.UnmarshalStrict(data, &ftc); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		out[ftc.Name] = ftc
+	}
+	return out
+}
+
+// TestDefaultTypes proves the chart installs config/default-types in the
+// release namespace, without cluster-scoped types when Namespaced, and
+// honours defaultTypes.exclude and defaultTypes.install.
+func TestDefaultTypes(t *testing.T) {
+	h := newHelm(t)
+	defaults := defaultTypeConfigs(t)
+	for _, tc := range []struct {
+		name    string
+		set     []string
+		without []string
+	}{
+		{name: "Cluster scope"},
+		{name: "Namespaced scope", set: []string{"global.scope=Namespaced"}, without: []string{"clusterroles.rbac.authorization.k8s.io"}},
+		{name: "excluded", set: []string{"defaultTypes.exclude={jobs.batch,secrets}"}, without: []string{"jobs.batch", "secrets"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := map[string]corev1beta1.FederatedTypeConfig{}
+			for _, u := range find(h.template(t, renderNamespace, nil, tc.set...), "FederatedTypeConfig") {
+				var ftc corev1beta1.FederatedTypeConfig
+				into(t, u, &ftc)
+				if ftc.Namespace != renderNamespace {
+					t.Errorf("FederatedTypeConfig %s in namespace %q", ftc.Name, ftc.Namespace)
+				}
+				got[ftc.Name] = ftc
+			}
+			for name, want := range defaults {
+				ftc, ok := got[name]
+				switch {
+				case slices.Contains(tc.without, name):
+					if ok {
+						t.Errorf("%s is installed", name)
+					}
+				case !ok:
+					t.Errorf("%s is missing", name)
+				case !reflect.DeepEqual(ftc.Spec, want.Spec):
+					t.Errorf("%s spec\n%+v\ndiffers from config/default-types\n%+v", name, ftc.Spec, want.Spec)
+				}
+			}
+			if len(got) != len(defaults)-len(tc.without) {
+				t.Errorf("%d FederatedTypeConfigs rendered, want %d", len(got), len(defaults)-len(tc.without))
+			}
+		})
+	}
+	if n := len(find(h.template(t, renderNamespace, nil, "defaultTypes.install=false"), "FederatedTypeConfig")); n != 0 {
+		t.Errorf("defaultTypes.install=false rendered %d FederatedTypeConfigs", n)
+	}
+}
+
+// TestChartCRDs proves `helm template --include-crds` carries every CRD of
+// config/, unchanged.
+func TestChartCRDs(t *testing.T) {
+	h := newHelm(t)
+	var dirs []string
+	for _, dir := range copies[filepath.Join("charts", "kubefed", "crds")] {
+		dirs = append(dirs, filepath.Join(repoRoot, dir))
+	}
+	crds, err := framework.ReadCRDs(dirs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]apiextensionsv1.CustomResourceDefinitionSpec{}
+	for _, crd := range crds {
+		want[crd.Name] = crd.Spec
+	}
+	rendered := find(h.template(t, renderNamespace, []string{"--include-crds"}), "CustomResourceDefinition")
+	if len(rendered) != len(want) {
+		t.Errorf("rendered %d CRDs, config/ has %d", len(rendered), len(want))
+	}
+	for _, u := range rendered {
+		var crd apiextensionsv1.CustomResourceDefinition
+		into(t, u, &crd)
+		if spec, ok := want[crd.Name]; !ok || !reflect.DeepEqual(crd.Spec, spec) {
+			t.Errorf("CRD %s is not config/'s (known there: %v)", crd.Name, ok)
+		}
+	}
+}
