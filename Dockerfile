@@ -1,5 +1,7 @@
 # Build the control plane's binaries statically and ship them in a minimal,
-# non-root image.
+# non-root image. The binaries sit at the root of the image: the Helm chart
+# runs /controller-manager (controllerManager.command), and /kubefedctl is
+# there for jobs and debugging.
 FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
@@ -14,6 +16,7 @@ RUN CGO_ENABLED=0 go build -trimpath \
       -o /out/kubefedctl ./cmd/kubefedctl
 
 FROM gcr.io/distroless/static-debian12:nonroot
-COPY --from=build /out/controller-manager /out/kubefedctl /usr/local/bin/
+COPY --from=build /out/controller-manager /controller-manager
+COPY --from=build /out/kubefedctl /kubefedctl
 USER 65532:65532
-ENTRYPOINT ["/usr/local/bin/controller-manager"]
+ENTRYPOINT ["/controller-manager"]

@@ -86,6 +86,9 @@ e2e: cluster-tools dns-tools build ## Ginkgo end-to-end suite on a host and 2 me
 clusters-up: cluster-tools ## Start a host and $(MEMBERS) member clusters under $(LOCAL).
 	go run ./hack/localcluster up --dir $(LOCAL) --members $(MEMBERS)
 
+.PHONY: demo-down
+demo-down: clusters-down ## Stop the demo: its controller-manager and clusters.
+
 .PHONY: clusters-down
 clusters-down: ## Stop the local clusters.
 	hack/demo-down.sh $(LOCAL)

@@ -48,11 +48,19 @@ kubectl --context host -n "$ns" get kubefedclusters -o wide
 step "Propagating the sample (config/samples/demo.yaml)"
 kubectl --context host apply -f config/samples/demo.yaml
 kubectl --context host -n demo wait --for=condition=Propagation --timeout=60s federateddeployment/nginx federatedservice/nginx
+# The RSP rewrites web's placement and replicas; wait for them to land.
+for _ in $(seq 1 60); do
+  r1=$(kubectl --context member1 -n demo get deployment web -o jsonpath='{.spec.replicas}' 2>/dev/null || true)
+  r2=$(kubectl --context member2 -n demo get deployment web -o jsonpath='{.spec.replicas}' 2>/dev/null || true)
+  [[ "$r1/$r2" == "4/2" ]] && break
+  sleep 1
+done
 for c in member1 member2; do
   echo "--- $c"
   kubectl --context "$c" -n demo get deployments,services -l kubefed.io/managed=true
 done
-kubectl --context host -n demo get federateddeployments,federatedservices
+kubefedctl --host-cluster-context host status -n demo
+kubefedctl --host-cluster-context host get clusters
 
 step "Done"
 cat <<MSG
@@ -60,5 +68,5 @@ Clusters: host, member1, member2 (kubeconfig: $kubeconfig)
   $root/bin/kubectl --kubeconfig $kubeconfig --context host -n $ns get kubefedclusters -o yaml
   $root/bin/kubectl --kubeconfig $kubeconfig --context host -n $ns get federatedtypeconfigs
   curl -s http://127.0.0.1:28080/metrics | grep kubefedcluster_total
-Stop everything with: make clusters-down
+Stop everything with: make demo-down
 MSG

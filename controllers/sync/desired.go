@@ -31,6 +31,13 @@ type targetType struct {
 	namespaced bool
 }
 
+// overridesError is an error of a cluster's overrides rather than of the
+// template (ApplyOverridesFailed rather than ComputeResourceFailed).
+type overridesError struct{ err error }
+
+func (e *overridesError) Error() string { return e.err.Error() }
+func (e *overridesError) Unwrap() error { return e.err }
+
 // templateProblems are template metadata fields KubeFed does not propagate.
 type templateProblems struct {
 	annotations bool
@@ -65,7 +72,7 @@ func desiredObject(fed map[string]any, name, namespace string, t targetType, ops
 	obj["apiVersion"] = t.apiVersion
 	obj["kind"] = t.kind
 	if err := overrides.Apply(obj, ops); err != nil {
-		return nil, "", err
+		return nil, "", &overridesError{err}
 	}
 	// After the overrides, so that none can take the label off.
 	if err := retention.SetManagedLabel(obj); err != nil {

@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -235,4 +236,36 @@ func TestDeleteOptions(t *testing.T) {
 
 func unstructuredOf(m map[string]any) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: m}
+}
+
+func TestRetriable(t *testing.T) {
+	for _, s := range []typesv1beta1.PropagationStatusValue{typesv1beta1.CreationFailed, typesv1beta1.UpdateTimedOut,
+		typesv1beta1.RetrievalFailed, typesv1beta1.AlreadyExists, typesv1beta1.DeletionFailed, typesv1beta1.CachedRetrievalFailed} {
+		if !retriable(s) {
+			t.Errorf("%s must be retried", s)
+		}
+	}
+	for _, s := range []typesv1beta1.PropagationStatusValue{"", typesv1beta1.ApplyOverridesFailed, typesv1beta1.ComputeResourceFailed,
+		typesv1beta1.ClusterNotFound, typesv1beta1.ClusterNotReady} {
+		if retriable(s) {
+			t.Errorf("%s must wait for a change, not be retried", s)
+		}
+	}
+}
+
+func TestTemplateErrorsAreNotOverrideErrors(t *testing.T) {
+	fed := fedDeployment()
+	fed["spec"].(map[string]any)["overrides"] = []any{map[string]any{"clusterName": "c1", "clusterOverrides": []any{
+		map[string]any{"op": "remove", "path": "/spec/missing"}}}}
+	_, _, err := desiredObject(fed, "web", "demo", deploymentType, mustOps(t, fed, "c1"))
+	var oe *overridesError
+	if !errors.As(err, &oe) {
+		t.Fatalf("an override failure must be an overridesError: %v", err)
+	}
+	fed["spec"].(map[string]any)["template"] = map[string]any{"kind": "x", "stringData": "bad"}
+	secret := targetType{apiVersion: "v1", kind: "Secret", gk: schema.GroupKind{Kind: "Secret"}, namespaced: true}
+	_, _, err = desiredObject(fed, "s", "demo", secret, nil)
+	if err == nil || errors.As(err, &oe) {
+		t.Fatalf("a template failure must not be an overridesError: %v", err)
+	}
 }

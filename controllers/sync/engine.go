@@ -192,7 +192,7 @@ func (e *Engine) watchClusters() {
 	}))
 	inf, err := e.opts.Cache.GetInformer(e.ctx, &corev1beta1.KubeFedCluster{})
 	if err != nil {
-		e.opts.Log.Error(err, "watch KubeFedClusters; member changes are noticed only by periodic resync")
+		e.opts.Log.Error(err, "watch KubeFedClusters; label changes and joins re-enqueue nothing until objects change")
 		return
 	}
 	name := func(obj any) string {

@@ -25,10 +25,11 @@ type MemberCaches struct {
 }
 
 // NewMemberCaches returns member caches fed by registry's clients and
-// started as readiness reports members ready.
-func NewMemberCaches(registry *clusterclient.Registry, readiness *cluster.ReadinessTracker, log logr.Logger) *MemberCaches {
+// started as readiness reports members ready. A non-empty namespace limits
+// them to it, for a Namespaced-scope control plane.
+func NewMemberCaches(registry *clusterclient.Registry, readiness *cluster.ReadinessTracker, namespace string, log logr.Logger) *MemberCaches {
 	m := &MemberCaches{
-		Manager:  informermanager.New(informermanager.Options{Readiness: readiness, Logger: log}),
+		Manager:  informermanager.New(informermanager.Options{Readiness: readiness, Namespace: namespace, Logger: log}),
 		registry: registry,
 		added:    map[string]uint64{},
 	}

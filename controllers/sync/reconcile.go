@@ -73,6 +73,9 @@ func (w *typeWorker) reconcile(ctx context.Context, key string) (time.Duration, 
 		return 0, err
 	}
 	if !exists {
+		w.changedMu.Lock()
+		delete(w.changed, key)
+		w.changedMu.Unlock()
 		return w.releaseOrphans(ctx, key)
 	}
 	fed, ok := obj.(*unstructured.Unstructured)
@@ -240,7 +243,23 @@ func (w *typeWorker) finish(ctx context.Context, fed *unstructured.Unstructured,
 	if pending {
 		return requeue, nil
 	}
-	return requeue, w.writeStatus(ctx, fed, outcomes, "", "")
+	failed, retry := false, false
+	for _, o := range outcomes {
+		failed = failed || o.status != ""
+		retry = retry || retriable(o.status)
+	}
+	if !failed {
+		w.settled(fed)
+	}
+	if err := w.writeStatus(ctx, fed, outcomes, "", ""); err != nil {
+		return 0, err
+	}
+	if retry && requeue == 0 {
+		// A write a member refused or did not answer is tried again with
+		// the queue's backoff, as a member's trouble may pass.
+		return 0, errRetry
+	}
+	return requeue, nil
 }
 
 // cached returns a member's managed copy from the shared cache, or nil.
@@ -318,9 +337,10 @@ func (w *typeWorker) syncPlaced(ctx context.Context, fed *unstructured.Unstructu
 	namespace, name := w.memberName(fed)
 	desired, hash, err := desiredObject(fed.Object, name, namespace, w.target, ops)
 	if err != nil {
-		out.status, out.message = typesv1beta1.ApplyOverridesFailed, err.Error()
-		if len(ops) == 0 {
-			out.status = typesv1beta1.ComputeResourceFailed
+		out.status, out.message = typesv1beta1.ComputeResourceFailed, err.Error()
+		var oe *overridesError
+		if errors.As(err, &oe) {
+			out.status = typesv1beta1.ApplyOverridesFailed
 		}
 		return out
 	}
@@ -352,9 +372,12 @@ func (w *typeWorker) create(ctx context.Context, fed *unstructured.Unstructured,
 	cctx, cancel := context.WithTimeout(ctx, w.e.opts.ClusterTimeout)
 	defer cancel()
 	start := time.Now()
+	dispatchInFlight.WithLabelValues(cluster).Inc()
+	defer dispatchInFlight.WithLabelValues(cluster).Dec()
 	created, err := ri.Create(cctx, &unstructured.Unstructured{Object: desired}, metav1.CreateOptions{})
 	dispatchDuration.WithLabelValues("create").Observe(time.Since(start).Seconds())
 	if err == nil {
+		w.observeWrite(fed)
 		w.remember(cluster, fed, hash, created.GetResourceVersion())
 		w.recorder.Eventf(fed, corev1.EventTypeNormal, EventCreateInCluster, createMessageFmt, w.target.kind, name, cluster)
 		out.remote = w.remoteStatus(created)
@@ -424,6 +447,8 @@ func (w *typeWorker) update(ctx context.Context, fed *unstructured.Unstructured,
 	cctx, cancel := context.WithTimeout(ctx, w.e.opts.ClusterTimeout)
 	defer cancel()
 	start := time.Now()
+	dispatchInFlight.WithLabelValues(cluster).Inc()
+	defer dispatchInFlight.WithLabelValues(cluster).Dec()
 	updated, err := ri.Update(cctx, &unstructured.Unstructured{Object: desired}, metav1.UpdateOptions{})
 	dispatchDuration.WithLabelValues("update").Observe(time.Since(start).Seconds())
 	if err != nil {
@@ -435,6 +460,7 @@ func (w *typeWorker) update(ctx context.Context, fed *unstructured.Unstructured,
 		w.recorder.Eventf(fed, corev1.EventTypeWarning, EventUpdateInCluster+failedSuffix, failedMessageFmt, "update", w.target.kind, name, cluster, err)
 		return out
 	}
+	w.observeWrite(fed)
 	w.remember(cluster, fed, hash, updated.GetResourceVersion())
 	note := ""
 	if adopting {
@@ -494,6 +520,8 @@ func (w *typeWorker) deleteCopy(ctx context.Context, fed *unstructured.Unstructu
 	cctx, cancel := context.WithTimeout(ctx, w.e.opts.ClusterTimeout)
 	defer cancel()
 	start := time.Now()
+	dispatchInFlight.WithLabelValues(cluster).Inc()
+	defer dispatchInFlight.WithLabelValues(cluster).Dec()
 	err = ri.Delete(cctx, current.GetName(), opts)
 	dispatchDuration.WithLabelValues("delete").Observe(time.Since(start).Seconds())
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -557,6 +585,10 @@ func (w *typeWorker) delete(ctx context.Context, fed *unstructured.Unstructured)
 	for _, c := range set.Names() {
 		cl, _ := set.Get(c)
 		if !cl.Ready {
+			if w.cached(c, namespace, name) == nil && !listsCluster(fed.Object, c) {
+				// Never placed there, as far as anyone knows.
+				continue
+			}
 			if time.Now().Before(deadline) {
 				outcomes = append(outcomes, outcome{cluster: c, listed: true, status: typesv1beta1.ClusterNotReady,
 					message: "waiting for the cluster to delete the copy", requeue: time.Until(deadline) + time.Second})
@@ -615,6 +647,7 @@ func (w *typeWorker) delete(ctx context.Context, fed *unstructured.Unstructured)
 	if _, err := w.hostResource(obj.GetNamespace()).Update(ctx, obj, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return 0, fmt.Errorf("remove finalizer: %w", err)
 	}
+	w.settled(fed)
 	return 0, nil
 }
 
@@ -647,6 +680,17 @@ func (w *typeWorker) releaseOrphans(ctx context.Context, key string) (time.Durat
 	return 0, nil
 }
 
+// listsCluster reports whether a federated object's status lists a cluster.
+func listsCluster(obj map[string]any, cluster string) bool {
+	clusters, _, _ := unstructured.NestedSlice(obj, "status", "clusters")
+	for _, c := range clusters {
+		if m, ok := c.(map[string]any); ok && m["name"] == cluster {
+			return true
+		}
+	}
+	return false
+}
+
 // deleteOptions reads the kubefed.io/deleteoption annotation.
 func deleteOptions(fed *unstructured.Unstructured) (metav1.DeleteOptions, error) {
 	var opts metav1.DeleteOptions
@@ -660,6 +704,22 @@ func deleteOptions(fed *unstructured.Unstructured) (metav1.DeleteOptions, error)
 		return opts, fmt.Errorf("annotation %s is not valid DeleteOptions JSON: %v", corev1beta1.DeleteOptionAnnotation, err)
 	}
 	return opts, nil
+}
+
+// errRetry asks for the object to be reconciled again with backoff,
+// without logging an error: its status already says what failed.
+var errRetry = errors.New("retry member writes")
+
+// retriable reports whether a status value may clear by itself: member
+// trouble rather than bad input, which only a change of the object fixes,
+// or readiness, whose change re-enqueues the object.
+func retriable(s typesv1beta1.PropagationStatusValue) bool {
+	switch s {
+	case "", typesv1beta1.ApplyOverridesFailed, typesv1beta1.ComputeResourceFailed, typesv1beta1.ClusterNotFound,
+		typesv1beta1.ClusterNotReady, typesv1beta1.WaitingForRemoval:
+		return false
+	}
+	return true
 }
 
 // failure maps a write error to its status value.

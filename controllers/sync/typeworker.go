@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -59,6 +60,16 @@ type typeWorker struct {
 	// than waited for forever.
 	unsyncedMu gosync.Mutex
 	unsynced   map[string]time.Time
+
+	// changed is when each federated object's current generation was first
+	// seen, for propagationLatency; dropped once every member is current.
+	changedMu gosync.Mutex
+	changed   map[string]changeSeen
+}
+
+type changeSeen struct {
+	generation int64
+	at         time.Time
 }
 
 type writeKey struct{ cluster, key string }
@@ -87,6 +98,7 @@ func newTypeWorker(e *Engine, ftc *corev1beta1.FederatedTypeConfig) (*typeWorker
 		collectStatus: ftc.StatusCollectionEnabled() && e.opts.StatusCollection,
 		written:       map[writeKey]writeRecord{},
 		unsynced:      map[string]time.Time{},
+		changed:       map[string]changeSeen{},
 	}
 	// The informer and queue exist before the worker is published, so
 	// that other types' workers may read them without synchronization.
@@ -106,7 +118,10 @@ func newTypeWorker(e *Engine, ftc *corev1beta1.FederatedTypeConfig) (*typeWorker
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, time.Minute),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: w.name})
 	_, _ = w.informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: w.enqueueObject,
+		AddFunc: func(obj any) {
+			w.noteChange(obj)
+			w.enqueueObject(obj)
+		},
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(*unstructured.Unstructured)
 			n, ok2 := newObj.(*unstructured.Unstructured)
@@ -117,11 +132,47 @@ func newTypeWorker(e *Engine, ftc *corev1beta1.FederatedTypeConfig) (*typeWorker
 				n.GetDeletionTimestamp().Equal(o.GetDeletionTimestamp()) {
 				return
 			}
+			w.noteChange(newObj)
 			w.enqueueObject(newObj)
 		},
 		DeleteFunc: w.enqueueObject,
 	})
 	return w, nil
+}
+
+// noteChange remembers when a generation of a federated object was first seen.
+func (w *typeWorker) noteChange(obj any) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	key, err := toolscache.MetaNamespaceKeyFunc(u)
+	if err != nil {
+		return
+	}
+	w.changedMu.Lock()
+	if c, ok := w.changed[key]; !ok || c.generation != u.GetGeneration() {
+		w.changed[key] = changeSeen{generation: u.GetGeneration(), at: time.Now()}
+	}
+	w.changedMu.Unlock()
+}
+
+// observeWrite records the latency of a member write made for fed's
+// current generation.
+func (w *typeWorker) observeWrite(fed *unstructured.Unstructured) {
+	w.changedMu.Lock()
+	c, ok := w.changed[objectKey(fed)]
+	w.changedMu.Unlock()
+	if ok && c.generation == fed.GetGeneration() {
+		propagationLatency.Observe(time.Since(c.at).Seconds())
+	}
+}
+
+// settled forgets an object's change once every member is current.
+func (w *typeWorker) settled(fed *unstructured.Unstructured) {
+	w.changedMu.Lock()
+	delete(w.changed, objectKey(fed))
+	w.changedMu.Unlock()
 }
 
 func (w *typeWorker) isNamespaces() bool { return w.name == corev1beta1.NamespacesTypeConfigName }
@@ -281,18 +332,31 @@ func (w *typeWorker) enqueueForCluster(name string, set placement.ClusterSet) {
 			}
 		}
 	}
+	// Copies whose federated object went away while the member was out
+	// of reach are orphans now; nothing else would bring them up, as the
+	// member's watch resumes without replaying them.
+	lister, synced := w.e.opts.Members.Lister(name, w.gvr)
+	if lister == nil || !synced {
+		return
+	}
+	copies, err := lister.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, c := range copies {
+		key := w.memberKey(c)
+		if _, exists, _ := w.informer.GetIndexer().GetByKey(key); !exists {
+			w.queue.Add(key)
+		}
+	}
 }
 
 // affectsObject reports whether a change of cluster name matters to a
 // federated object: its placement selects it in only (the set of just that
 // cluster, empty when it is gone), or its status lists it.
 func affectsObject(obj map[string]any, name string, only placement.ClusterSet) bool {
-	if clusters, ok, _ := unstructured.NestedSlice(obj, "status", "clusters"); ok {
-		for _, c := range clusters {
-			if m, ok := c.(map[string]any); ok && m["name"] == name {
-				return true
-			}
-		}
+	if listsCluster(obj, name) {
+		return true
 	}
 	p, err := placement.FromUnstructured(obj)
 	if err != nil {
@@ -319,6 +383,8 @@ func (w *typeWorker) processNext(ctx context.Context) bool {
 	requeue, err := w.reconcile(ctx, key)
 	reconcileDuration.Observe(time.Since(start).Seconds())
 	switch {
+	case errors.Is(err, errRetry):
+		w.queue.AddRateLimited(key)
 	case err != nil:
 		if !errors.Is(err, context.Canceled) {
 			w.log.V(1).Info("reconcile failed; retrying", "federatedObject", key, "error", err.Error())

@@ -32,6 +32,7 @@ import (
 	"github.com/kubefed-io/kubefed/pkg/clusterclient"
 	"github.com/kubefed-io/kubefed/pkg/kubefedconfig"
 	"github.com/kubefed-io/kubefed/pkg/version"
+	kubefedwebhook "github.com/kubefed-io/kubefed/pkg/webhook"
 )
 
 // LeaderElectionID is the Lease the controller-manager replicas elect a leader on.
@@ -101,8 +102,11 @@ func Run(ctx context.Context, o Options) error {
 		registry:  clusterclient.NewRegistry(clusterclient.ConfigOptions{}),
 		readiness: cluster.NewReadinessTracker(o.KubeFedNamespace),
 	}
-	shared.members = syncctl.NewMemberCaches(shared.registry, shared.readiness, ctrl.Log.WithName("member-caches"))
-	defer shared.members.Stop()
+	defer func() {
+		if shared.members != nil {
+			shared.members.Stop()
+		}
+	}()
 
 	for {
 		kfc, settings, err := kubefedconfig.Load(ctx, direct, o.KubeFedNamespace, corev1beta1.Scope(o.Scope))
@@ -111,6 +115,15 @@ func Run(ctx context.Context, o Options) error {
 		}
 		if settings.OriginalResourceLock != corev1beta1.LeasesResourceLock {
 			log.Info("leader election uses a Lease; the configured lock type is an alias", "resourceLock", settings.OriginalResourceLock)
+		}
+		if shared.members == nil {
+			// The scope is immutable, so the member caches made for the
+			// first configuration serve every later one.
+			namespace := ""
+			if settings.Scope == corev1beta1.NamespaceScoped {
+				namespace = o.KubeFedNamespace
+			}
+			shared.members = syncctl.NewMemberCaches(shared.registry, shared.readiness, namespace, ctrl.Log.WithName("member-caches"))
 		}
 		runCtx, cancel := context.WithCancelCause(ctx)
 		mgr, err := newManager(cfg, scheme, o, settings)
@@ -174,6 +187,7 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, o Options, s *kubefedc
 		Controller:                    config.Controller{SkipNameValidation: ptr.To(true)},
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:        o.HealthAddr,
+		WebhookServer:                 o.webhookServer(),
 		LeaderElection:                o.LeaderElect,
 		LeaderElectionID:              LeaderElectionID,
 		LeaderElectionNamespace:       o.KubeFedNamespace,
@@ -182,7 +196,7 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, o Options, s *kubefedc
 		LeaseDuration:                 &s.LeaseDuration,
 		RenewDeadline:                 &s.RenewDeadline,
 		RetryPeriod:                   &s.RetryPeriod,
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+		Cache: cache.Options{DefaultNamespaces: defaultNamespaces(o, s), ByObject: map[client.Object]cache.ByObject{
 			// The control plane's own objects only count in its namespace;
 			// caching Secrets cluster-wide would also hold every secret in memory.
 			&corev1beta1.KubeFedCluster{}:      inNamespace,
@@ -202,6 +216,16 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, o Options, s *kubefedc
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// defaultNamespaces limits every cached namespaced object to the KubeFed
+// namespace in a Namespaced-scope control plane, whose RBAC grants nothing
+// beyond it; a Cluster-scope one caches federated objects of every namespace.
+func defaultNamespaces(o Options, s *kubefedconfig.Settings) map[string]cache.Config {
+	if s.Scope != corev1beta1.NamespaceScoped {
+		return nil
+	}
+	return map[string]cache.Config{o.KubeFedNamespace: {}}
 }
 
 // sharedState is what the controllers share across manager restarts.
@@ -277,14 +301,25 @@ func setupControllers(ctx context.Context, cfg *rest.Config, mgr manager.Manager
 			return fmt.Errorf("set up the ReplicaSchedulingPreference controller: %w", err)
 		}
 	}
-	if err := (&dns.ServiceDNSRecordReconciler{Namespace: o.KubeFedNamespace, Members: shared.members, Readiness: shared.readiness}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("set up the ServiceDNSRecord controller: %w", err)
+	if s.FeatureGates[corev1beta1.CrossClusterServiceDiscovery] {
+		if err := (&dns.ServiceDNSRecordReconciler{Namespace: o.KubeFedNamespace, Members: shared.members, Readiness: shared.readiness}).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("set up the ServiceDNSRecord controller: %w", err)
+		}
 	}
-	if err := (&dns.IngressDNSRecordReconciler{Namespace: o.KubeFedNamespace, Members: shared.members, Readiness: shared.readiness}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("set up the IngressDNSRecord controller: %w", err)
+	if s.FeatureGates[corev1beta1.FederatedIngress] {
+		if err := (&dns.IngressDNSRecordReconciler{Namespace: o.KubeFedNamespace, Members: shared.members, Readiness: shared.readiness}).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("set up the IngressDNSRecord controller: %w", err)
+		}
 	}
-	if err := (&dns.DNSEndpointReconciler{}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("set up the DNSEndpoint controllers: %w", err)
+	if s.FeatureGates[corev1beta1.CrossClusterServiceDiscovery] || s.FeatureGates[corev1beta1.FederatedIngress] {
+		if err := (&dns.DNSEndpointReconciler{}).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("set up the DNSEndpoint controllers: %w", err)
+		}
+	}
+	if o.WebhookPort != 0 {
+		if err := kubefedwebhook.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("set up the admission webhooks: %w", err)
+		}
 	}
 	return nil
 }

@@ -1,7 +1,10 @@
 package controllermanager
 
 import (
+	"crypto/tls"
+
 	"github.com/spf13/pflag"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
 )
@@ -23,6 +26,12 @@ type Options struct {
 	LeaderElect bool
 	// Scope is written into a KubeFedConfig created because none exists.
 	Scope string
+	// WebhookPort serves the validating admission webhooks over TLS; 0
+	// disables them.
+	WebhookPort int
+	// WebhookCertDir holds the webhooks' serving certificate, tls.crt and
+	// tls.key; a renewed certificate is picked up without a restart.
+	WebhookCertDir string
 }
 
 // DefaultOptions are the flag defaults.
@@ -33,6 +42,7 @@ func DefaultOptions() Options {
 		HealthAddr:       ":8081",
 		LeaderElect:      true,
 		Scope:            string(corev1beta1.ClusterScoped),
+		WebhookCertDir:   "/tmp/k8s-webhook-server/serving-certs",
 	}
 }
 
@@ -45,4 +55,21 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.HealthAddr, "health-addr", o.HealthAddr, "Address the /healthz and /readyz endpoints bind to; 0 disables them.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader among replicas on the Lease kubefed-controller-manager.")
 	fs.StringVar(&o.Scope, "scope", o.Scope, "Scope (Cluster or Namespaced) of the KubeFedConfig created when none exists.")
+	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "Port the validating admission webhooks are served on over TLS; 0 disables them.")
+	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", o.WebhookCertDir, "Directory holding the webhooks' serving certificate and key, tls.crt and tls.key.")
+}
+
+// webhookServer is the manager's server for the admission webhooks, or nil
+// when they are disabled, in which case the manager starts none.
+func (o Options) webhookServer() webhook.Server {
+	if o.WebhookPort == 0 {
+		return nil
+	}
+	return webhook.NewServer(webhook.Options{
+		Port:    o.WebhookPort,
+		CertDir: o.WebhookCertDir,
+		// HTTP/1.1 only: HTTP/2 stream resets (CVE-2023-44487) could starve
+		// the server, and the API server needs nothing more.
+		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }},
+	})
 }

@@ -34,11 +34,11 @@ type resourceInformer struct {
 
 // newResourceInformer builds, but does not start, the informer of gvr in a
 // member reached through client, listing and watching only what selector
-// matches.
-func newResourceInformer(cluster string, gvr schema.GroupVersionResource, client dynamic.Interface, selector string, logger logr.Logger) *resourceInformer {
+// matches, in namespace (all namespaces when empty).
+func newResourceInformer(cluster string, gvr schema.GroupVersionResource, client dynamic.Interface, namespace, selector string, logger logr.Logger) *resourceInformer {
 	res := resourceLabel(gvr)
 	logger = logger.WithValues("cluster", cluster, "resource", res)
-	informer := dynamicinformer.NewFilteredDynamicInformer(client, gvr, metav1.NamespaceAll,
+	informer := dynamicinformer.NewFilteredDynamicInformer(client, gvr, namespace,
 		0, // Resyncs would only replay the cache to handlers that do not want it.
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
 		func(o *metav1.ListOptions) { o.LabelSelector = selector },

@@ -39,6 +39,11 @@ type Options struct {
 	// object, for a manager whose consumers must see unlabelled ones too.
 	LabelSelector labels.Selector
 
+	// Namespace, when set, restricts every informer to one namespace: a
+	// Namespaced-scope control plane's members grant no more, and only
+	// namespaced resources are federated there.
+	Namespace string
+
 	// Readiness, when set, holds back a cluster's informers until the
 	// cluster is first ready, so that a member that never came up costs no
 	// connection attempts per resource. Once started, informers keep
@@ -77,6 +82,7 @@ type Options struct {
 // rather than a request timeout, which would also end every watch.
 type Manager struct {
 	selector  string
+	namespace string
 	readiness ReadinessChecker
 	logger    logr.Logger
 	// newClient builds a member's dynamic client; tests substitute fakes.
@@ -118,6 +124,7 @@ func New(o Options) *Manager {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Manager{
 		selector:  selector.String(),
+		namespace: o.Namespace,
 		readiness: o.Readiness,
 		logger:    o.Logger,
 		newClient: func(cfg *rest.Config) (dynamic.Interface, error) { return dynamic.NewForConfig(cfg) },
@@ -342,7 +349,7 @@ func (m *Manager) startMemberLocked(c *member) {
 // startInformerLocked starts the informer of gvr in c with every
 // subscription of gvr; it does not wait for anything.
 func (m *Manager) startInformerLocked(c *member, gvr schema.GroupVersionResource) {
-	ri := newResourceInformer(c.name, gvr, c.watchClient, m.selector, m.logger)
+	ri := newResourceInformer(c.name, gvr, c.watchClient, m.namespace, m.selector, m.logger)
 	for id, h := range m.subs[gvr] {
 		ri.addDelivery(id, h)
 	}

@@ -536,3 +536,19 @@ func FuzzFederatedTemplate(f *testing.F) {
 		}
 	})
 }
+
+func TestFederatedTemplateDropsTheManagedLabel(t *testing.T) {
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "c", "labels": map[string]any{"kubefed.io/managed": "true", "app": "web"}},
+	}}
+	tmpl := federatedTemplate(obj)
+	labels, _, _ := unstructured.NestedStringMap(tmpl, "metadata", "labels")
+	if len(labels) != 1 || labels["app"] != "web" {
+		t.Fatalf("labels: %v", labels)
+	}
+	obj.SetLabels(map[string]string{"kubefed.io/managed": "true"})
+	if _, ok := federatedTemplate(obj)["metadata"]; ok {
+		t.Fatal("no labels left must mean no metadata")
+	}
+}

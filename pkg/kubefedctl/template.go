@@ -25,14 +25,16 @@ func federatedTemplate(obj *unstructured.Unstructured) map[string]any {
 	delete(tmpl, "kind")
 	delete(tmpl, "status")
 	delete(tmpl, "metadata")
-	if labels := obj.GetLabels(); len(labels) > 0 {
-		md := map[string]any{}
-		ls := map[string]any{}
-		for k, v := range labels {
+	ls := map[string]any{}
+	for k, v := range obj.GetLabels() {
+		// Propagation sets the managed label itself; the host's copy
+		// carries it once the host is a member that holds the object.
+		if k != corev1beta1.ManagedByKubeFedLabelKey {
 			ls[k] = v
 		}
-		md["labels"] = ls
-		tmpl["metadata"] = md
+	}
+	if len(ls) > 0 {
+		tmpl["metadata"] = map[string]any{"labels": ls}
 	}
 	gk := obj.GroupVersionKind().GroupKind()
 	switch gk {

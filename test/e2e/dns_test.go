@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -26,18 +25,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
 	dnsv1alpha1 "github.com/kubefed-io/kubefed/api/multiclusterdns/v1alpha1"
-	"github.com/kubefed-io/kubefed/controllers/cluster"
 	"github.com/kubefed-io/kubefed/controllers/dns"
-	"github.com/kubefed-io/kubefed/pkg/clusterclient"
-	"github.com/kubefed-io/kubefed/pkg/informermanager"
 	"github.com/kubefed-io/kubefed/test/framework"
 )
 
@@ -259,72 +251,6 @@ func startExternalDNS(dir string, server *dnsServer) *process {
 	return p
 }
 
-// startDNSControlPlane runs in this process the controllers multi-cluster
-// DNS needs, wired as the controller-manager wires them: the KubeFedCluster
-// controller publishing readiness and member clients, the shared member
-// caches fed from them, and the three DNS controllers. It returns the
-// function that stops them.
-func startDNSControlPlane() func() {
-	GinkgoHelper()
-	ctrl.SetLogger(GinkgoLogr)
-	inNamespace := cache.ByObject{Namespaces: map[string]cache.Config{kubefedNS: {}}}
-	mgr, err := ctrl.NewManager(fw.Host.Config, ctrl.Options{
-		Scheme:                 framework.Scheme(),
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1beta1.KubeFedCluster{}: inNamespace,
-			&corev1.Secret{}:              inNamespace,
-			&dnsv1alpha1.Domain{}:         inNamespace,
-		}},
-	})
-	Expect(err).NotTo(HaveOccurred())
-
-	registry := clusterclient.NewRegistry(clusterclient.ConfigOptions{})
-	readiness := cluster.NewReadinessTracker(kubefedNS)
-	members := informermanager.New(informermanager.Options{Readiness: readiness, Logger: GinkgoLogr.WithName("informers")})
-	readiness.AddListener(members)
-	// A member's caches start with the clients the cluster controller built
-	// for it, and restart when it rebuilt them.
-	var mu sync.Mutex
-	added := map[string]uint64{}
-	readiness.AddListener(cluster.ReadinessListenerFunc(func(name string, ready bool) {
-		c, ok := registry.Get(name)
-		if !ready || !ok {
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if added[name] == c.Generation() {
-			return
-		}
-		if err := members.AddCluster(name, c.Config()); err != nil {
-			GinkgoLogr.Error(err, "adding member to the informer manager", "cluster", name)
-			return
-		}
-		added[name] = c.Generation()
-	}))
-
-	Expect((&cluster.Reconciler{
-		Options:   cluster.OptionsFromConfig(kubefedNS, fastProbeConfig().Spec.ClusterHealthCheck),
-		Registry:  registry,
-		Readiness: readiness,
-	}).SetupWithManager(mgr)).To(Succeed())
-	Expect((&dns.ServiceDNSRecordReconciler{Namespace: kubefedNS, Members: members, Readiness: readiness}).SetupWithManager(mgr)).To(Succeed())
-	Expect((&dns.IngressDNSRecordReconciler{Namespace: kubefedNS, Members: members, Readiness: readiness}).SetupWithManager(mgr)).To(Succeed())
-	Expect((&dns.DNSEndpointReconciler{}).SetupWithManager(mgr)).To(Succeed())
-
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	return func() {
-		cancel()
-		Expect(<-done).To(Succeed())
-		members.Stop()
-	}
-}
-
 var _ = Describe("Multi-cluster DNS", Ordered, func() {
 	var (
 		server *dnsServer
@@ -411,7 +337,13 @@ var _ = Describe("Multi-cluster DNS", Ordered, func() {
 			}
 		}
 
-		DeferCleanup(startDNSControlPlane())
+		// The real controller-manager: the KubeFedCluster, propagation and
+		// DNS controllers, as users run them.
+		_, err := fw.Kubectl(ctx, fw.Host.Name, "apply", "--server-side", "-f", filepath.Join(fw.RepoRoot, "config", "default-types"))
+		Expect(err).NotTo(HaveOccurred())
+		cm, err := fw.StartControllerManager(ctx, filepath.Join(GinkgoT().TempDir(), "cm"))
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() error { return cm.Stop() })
 		for i, m := range fw.Members {
 			Eventually(func(g Gomega) {
 				kfc := kubeFedCluster(ctx, m.Name)
@@ -432,19 +364,36 @@ var _ = Describe("Multi-cluster DNS", Ordered, func() {
 		domain := &dnsv1alpha1.Domain{ObjectMeta: metav1.ObjectMeta{Name: dnsFederation, Namespace: kubefedNS}, Domain: dnsZone}
 		Expect(fw.Host.Client.Create(ctx, domain)).To(Succeed())
 		DeferCleanup(func(ctx context.Context) error { return client.IgnoreNotFound(fw.Host.Client.Delete(ctx, domain)) })
-		// Each member gets the Service propagation would create, and the
-		// spec plays the cloud provider by giving it a load-balancer IP.
+		// The Service is federated to both members; the spec plays the
+		// cloud provider by giving each member's copy a load-balancer IP.
+		memberNames := []string{fw.Members[0].Name, fw.Members[1].Name}
+		fns := fedObject("Namespace", dnsNS, dnsNS, map[string]any{}, memberNames, nil)
+		Expect(fw.Host.Client.Create(ctx, fns)).To(Succeed())
+		fsvc := fedObject("Service", dnsNS, svcName, map[string]any{"spec": map[string]any{
+			"type":     "LoadBalancer",
+			"selector": map[string]any{"app": svcName},
+			"ports":    []any{map[string]any{"name": "http", "port": int64(80)}},
+		}}, memberNames, nil)
+		Expect(fw.Host.Client.Create(ctx, fsvc)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) {
+			_ = fw.Host.Client.Delete(ctx, fsvc)
+			Eventually(func() bool { return fedGet(ctx, "Service", dnsNS, svcName) == nil }).WithTimeout(dnsTimeout).Should(BeTrue())
+			_ = fw.Host.Client.Delete(ctx, fns)
+			Eventually(func() bool { return fedGet(ctx, "Namespace", dnsNS, dnsNS) == nil }).WithTimeout(dnsTimeout).Should(BeTrue())
+		})
 		for i, m := range fw.Members {
-			svc := &corev1.Service{
-				ObjectMeta: metav1.ObjectMeta{Name: svcName, Namespace: dnsNS,
-					Labels: map[string]string{corev1beta1.ManagedByKubeFedLabelKey: corev1beta1.ManagedByKubeFedLabelValue}},
-				Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": svcName},
-					Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
-			}
-			Expect(m.Client.Create(ctx, svc)).To(Succeed())
-			DeferCleanup(func(ctx context.Context) error { return client.IgnoreNotFound(m.Client.Delete(ctx, svc)) })
-			svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: []string{dnsIP1, dnsIP2}[i]}}
-			Expect(m.Client.Status().Update(ctx, svc)).To(Succeed())
+			svc := &corev1.Service{}
+			Eventually(func() error {
+				return m.Client.Get(ctx, client.ObjectKey{Namespace: dnsNS, Name: svcName}, svc)
+			}).WithTimeout(dnsTimeout).Should(Succeed(), "the FederatedService reaches %s", m.Name)
+			Expect(svc.Spec.Type).To(Equal(corev1.ServiceTypeLoadBalancer))
+			Eventually(func() error {
+				if err := m.Client.Get(ctx, client.ObjectKey{Namespace: dnsNS, Name: svcName}, svc); err != nil {
+					return err
+				}
+				svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: []string{dnsIP1, dnsIP2}[i]}}
+				return m.Client.Status().Update(ctx, svc)
+			}).Should(Succeed())
 		}
 		// Removed first, while the controllers still run.
 		DeferCleanup(func(ctx context.Context) error {

@@ -13,10 +13,12 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
@@ -174,6 +176,12 @@ var _ = Describe("Propagation", Ordered, func() {
 		cfg := fastProbeConfig()
 		cfg.Spec.SyncController = &corev1beta1.SyncControllerConfig{
 			NotReadyClusterDeletionTimeout: &metav1.Duration{Duration: 20 * time.Second},
+		}
+		// Short enough that a crashed leader is replaced within 15 s.
+		cfg.Spec.LeaderElect = &corev1beta1.LeaderElectConfig{
+			LeaseDuration: &metav1.Duration{Duration: 8 * time.Second},
+			RenewDeadline: &metav1.Duration{Duration: 6 * time.Second},
+			RetryPeriod:   &metav1.Duration{Duration: 2 * time.Second},
 		}
 		Expect(client.IgnoreNotFound(fw.Host.Client.Delete(ctx, &corev1beta1.KubeFedConfig{
 			ObjectMeta: metav1.ObjectMeta{Name: corev1beta1.KubeFedConfigName, Namespace: kubefedNS}}))).To(Succeed())
@@ -640,6 +648,54 @@ var _ = Describe("Propagation", Ordered, func() {
 			}
 			Expect(seen).To(HaveLen(n), c.Name)
 		}
+	})
+
+	It("exports KubeFed's propagation metrics and its own latency and queue metrics", func() {
+		metrics, err := cm.Metrics()
+		Expect(err).NotTo(HaveOccurred())
+		for _, pattern := range []string{
+			`reconcile_federated_resources_duration_seconds_count`,
+			`dispatch_operation_duration_seconds_count\{action="create"\}`,
+			`dispatch_operation_duration_seconds_count\{action="update"\}`,
+			`kubefed_propagation_latency_seconds_count`,
+			`workqueue_adds_total\{[^}]*name="configmaps"[^}]*\}`,
+		} {
+			Expect(metrics).To(MatchRegexp(`(?m)^`+pattern+` [1-9]`), pattern)
+		}
+	})
+
+	It("fails over to a second controller-manager within 15 s of the leader crashing, and keeps propagating", func(ctx context.Context) {
+		second, err := fw.StartControllerManager(ctx, cmDir, "--zap-log-level=debug")
+		Expect(err).NotTo(HaveOccurred())
+		// Once it is the leader it is cm, which the suite stops at the end.
+		DeferCleanup(func() error {
+			if cm != second {
+				return second.Stop()
+			}
+			return nil
+		})
+		holder := func() string {
+			lease := &coordinationv1.Lease{}
+			if err := fw.Host.Client.Get(ctx, client.ObjectKey{Namespace: kubefedNS, Name: "kubefed-controller-manager"}, lease); err != nil {
+				return ""
+			}
+			return ptr.Deref(lease.Spec.HolderIdentity, "")
+		}
+		first := holder()
+		Expect(first).NotTo(BeEmpty())
+		Expect(second.Exited()).To(BeFalse())
+
+		killed := time.Now()
+		Expect(cm.Kill()).To(Succeed())
+		Eventually(holder).WithTimeout(15*time.Second).WithPolling(200*time.Millisecond).
+			ShouldNot(Or(Equal(first), BeEmpty()), "a new leader within 15 s")
+		AddReportEntry("leader failover", time.Since(killed).String())
+		cm = second
+
+		Expect(fw.Host.Client.Create(ctx, fedObject("ConfigMap", propNS, "after-failover", map[string]any{}, []string{member1.Name}, nil))).To(Succeed())
+		Eventually(func() *unstructured.Unstructured {
+			return memberObject(ctx, member1, "v1", "ConfigMap", propNS, "after-failover")
+		}).WithTimeout(30 * time.Second).ShouldNot(BeNil())
 	})
 
 	It("releases a federated object whose member stays NotReady past the deletion timeout, leaving the copy", func(ctx context.Context) {

@@ -68,11 +68,14 @@ func tfTemplate(src *unstructured.Unstructured) map[string]any {
 	for _, k := range []string{"apiVersion", "kind", "status", "metadata"} {
 		delete(tmpl, k)
 	}
-	if labels := src.GetLabels(); len(labels) > 0 {
-		ls := map[string]any{}
-		for k, v := range labels {
+	ls := map[string]any{}
+	for k, v := range src.GetLabels() {
+		// Propagation labels the host's own copy once the host is a member.
+		if k != corev1beta1.ManagedByKubeFedLabelKey {
 			ls[k] = v
 		}
+	}
+	if len(ls) > 0 {
 		tmpl["metadata"] = map[string]any{"labels": ls}
 	}
 	return tmpl

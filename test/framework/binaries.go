@@ -108,6 +108,17 @@ func (cm *ControllerManager) Stop() error {
 	return nil
 }
 
+// Kill ends the controller-manager as a crash would, without releasing
+// its leader Lease, and waits for it to exit.
+func (cm *ControllerManager) Kill() error {
+	if cm == nil || cm.cmd.Process == nil {
+		return nil
+	}
+	_ = cm.cmd.Process.Kill()
+	<-cm.done
+	return nil
+}
+
 // Exited reports whether the process has ended.
 func (cm *ControllerManager) Exited() bool {
 	select {

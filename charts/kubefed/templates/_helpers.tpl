@@ -67,3 +67,13 @@ app.kubernetes.io/component: controller-manager
 {{- define "kubefed.federatedGroups" -}}
 {{- toJson (concat (list "types.kubefed.io") .Values.rbac.extraFederatedGroups | uniq) -}}
 {{- end -}}
+
+{{/* The Service the API server calls the webhooks through. */}}
+{{- define "kubefed.webhookService" -}}
+{{- printf "%s-webhook" (include "kubefed.controllerManager" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The kubernetes.io/tls Secret with the webhooks' serving certificate. */}}
+{{- define "kubefed.webhookCertSecret" -}}
+{{- default (printf "%s-webhook-tls" (include "kubefed.controllerManager" .)) .Values.webhook.certSecret -}}
+{{- end -}}

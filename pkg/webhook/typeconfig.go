@@ -1,0 +1,125 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
+)
+
+// FederatedTypeConfigValidator admits a FederatedTypeConfig whose name is
+// the one KubeFed requires and whose target and federated types the host
+// cluster serves as declared.
+type FederatedTypeConfigValidator struct {
+	// Mapper resolves kinds with the host's discovery. It must look again
+	// on a miss, as controller-runtime's dynamic RESTMapper does, or a type
+	// installed after its first lookup would be denied.
+	Mapper meta.RESTMapper
+}
+
+var _ admission.Validator[*corev1beta1.FederatedTypeConfig] = &FederatedTypeConfigValidator{}
+
+var federatedTypeConfigKind = corev1beta1.GroupVersion.WithKind("FederatedTypeConfig").GroupKind()
+
+// ValidateCreate checks the name and both types.
+func (v *FederatedTypeConfigValidator) ValidateCreate(_ context.Context, ftc *corev1beta1.FederatedTypeConfig) (admission.Warnings, error) {
+	return v.validate(nil, ftc)
+}
+
+// ValidateUpdate checks what the update changes: the name and target type
+// when the target type changes, the federated type when it changes. The
+// type-config controller removes its finalizer with an update, also after
+// the types are gone.
+func (v *FederatedTypeConfigValidator) ValidateUpdate(_ context.Context, old, ftc *corev1beta1.FederatedTypeConfig) (admission.Warnings, error) {
+	return v.validate(old, ftc)
+}
+
+// ValidateDelete admits every deletion.
+func (v *FederatedTypeConfigValidator) ValidateDelete(context.Context, *corev1beta1.FederatedTypeConfig) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// validate checks ftc; old is nil on create.
+func (v *FederatedTypeConfigValidator) validate(old, ftc *corev1beta1.FederatedTypeConfig) (admission.Warnings, error) {
+	spec := field.NewPath("spec")
+	var errs field.ErrorList
+	var warnings admission.Warnings
+	check := func(a corev1beta1.APIResource, path *field.Path, hint string) {
+		invalid, warning := v.served(a, path, hint)
+		if invalid != nil {
+			errs = append(errs, invalid)
+		}
+		if warning != "" {
+			warnings = append(warnings, warning)
+		}
+	}
+	if old == nil || old.Spec.TargetType != ftc.Spec.TargetType {
+		if err := validateTypeConfigName(ftc); err != nil {
+			errs = append(errs, err)
+		}
+		check(ftc.Spec.TargetType, spec.Child("targetType"), "install it before its FederatedTypeConfig")
+	}
+	if old == nil || old.Spec.FederatedType != ftc.Spec.FederatedType {
+		check(ftc.Spec.FederatedType, spec.Child("federatedType"), "install its CRD before the FederatedTypeConfig (kubefedctl enable does both)")
+	}
+	if len(errs) > 0 {
+		return warnings, apierrors.NewInvalid(federatedTypeConfigKind, ftc.Name, errs)
+	}
+	return warnings, nil
+}
+
+// validateTypeConfigName enforces KubeFed's naming: the controllers find a
+// type's configuration, and the namespaces type, by this name.
+func validateTypeConfigName(ftc *corev1beta1.FederatedTypeConfig) *field.Error {
+	target := ftc.Spec.TargetType
+	want := corev1beta1.TypeConfigName(target.PluralName, target.Group)
+	if ftc.Name == want {
+		return nil
+	}
+	return field.Invalid(field.NewPath("metadata", "name"), ftc.Name,
+		fmt.Sprintf("must be %q, the target type's <pluralName>[.<group>]", want))
+}
+
+// served checks that the host serves a as declared and returns the field
+// error if it does not. When discovery fails it cannot tell; it returns a
+// warning instead, and the object is admitted.
+func (v *FederatedTypeConfigValidator) served(a corev1beta1.APIResource, path *field.Path, hint string) (*field.Error, string) {
+	gvk := schema.GroupVersionKind{Group: a.Group, Version: a.Version, Kind: a.Kind}
+	mapping, err := v.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if meta.IsNoMatchError(err) {
+		// A wrong kind is a likelier mistake than a missing type when the
+		// plural name is served.
+		gvr := gvk.GroupVersion().WithResource(a.PluralName)
+		if kind, kindErr := v.Mapper.KindFor(gvr); kindErr == nil {
+			return field.Invalid(path.Child("kind"), a.Kind, fmt.Sprintf("%s, Resource=%s is served with kind %s", a.GroupVersionString(), a.PluralName, kind.Kind)), ""
+		}
+		return field.Invalid(path, kindString(a), "the host cluster does not serve this type; "+hint), ""
+	}
+	if err != nil {
+		return nil, fmt.Sprintf("%s was not checked: discovery of %s failed: %v", path, kindString(a), err)
+	}
+	if mapping.Resource.Resource != a.PluralName {
+		return field.Invalid(path.Child("pluralName"), a.PluralName,
+			fmt.Sprintf("%s is served as %q", kindString(a), mapping.Resource.Resource)), ""
+	}
+	scope := corev1beta1.ClusterScope
+	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+		scope = corev1beta1.NamespaceScope
+	}
+	if a.Scope != scope {
+		return field.Invalid(path.Child("scope"), a.Scope, fmt.Sprintf("%s is %s", kindString(a), scope)), ""
+	}
+	return nil, ""
+}
+
+// kindString is schema.GroupVersionKind's String without the leading slash
+// of the core group: "v1, Kind=ConfigMap", "apps/v1, Kind=Deployment".
+func kindString(a corev1beta1.APIResource) string {
+	return a.GroupVersionString() + ", Kind=" + a.Kind
+}

@@ -1,0 +1,238 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
+	"github.com/kubefed-io/kubefed/pkg/federatedtype"
+)
+
+// hostTypes is what the fake host serves: some built-in types and their
+// federated types, but nothing of example.com.
+func hostTypes() meta.RESTMapper {
+	m := meta.NewDefaultRESTMapper(nil)
+	add := func(group, version, kind, plural string, scope meta.RESTScope) {
+		gv := schema.GroupVersion{Group: group, Version: version}
+		m.AddSpecific(gv.WithKind(kind), gv.WithResource(plural), gv.WithResource(kind), scope)
+	}
+	add("", "v1", "ConfigMap", "configmaps", meta.RESTScopeNamespace)
+	add("", "v1", "Secret", "secrets", meta.RESTScopeNamespace)
+	add("", "v1", "Namespace", "namespaces", meta.RESTScopeRoot)
+	add("apps", "v1", "Deployment", "deployments", meta.RESTScopeNamespace)
+	for kind, plural := range map[string]string{"ConfigMap": "configmaps", "Secret": "secrets", "Namespace": "namespaces", "Deployment": "deployments"} {
+		add("types.kubefed.io", "v1beta1", "Federated"+kind, "federated"+plural, meta.RESTScopeNamespace)
+	}
+	return m
+}
+
+// discoveryDown fails every lookup as an unreachable API server would.
+type discoveryDown struct{ meta.RESTMapper }
+
+func (discoveryDown) RESTMapping(schema.GroupKind, ...string) (*meta.RESTMapping, error) {
+	return nil, errors.New("connection refused")
+}
+
+func typeConfig(plural string, edit ...func(*corev1beta1.FederatedTypeConfig)) *corev1beta1.FederatedTypeConfig {
+	var target federatedtype.Target
+	for _, t := range federatedtype.DefaultTargets {
+		if t.Plural == plural {
+			target = t
+		}
+	}
+	ftc := federatedtype.TypeConfig(target, federatedtype.Options{})
+	for _, e := range edit {
+		e(ftc)
+	}
+	return ftc
+}
+
+func widgets(ftc *corev1beta1.FederatedTypeConfig) {
+	ftc.Name = "widgets.example.com"
+	ftc.Spec.TargetType = corev1beta1.APIResource{Group: "example.com", Version: "v1", Kind: "Widget", PluralName: "widgets", Scope: corev1beta1.NamespaceScope}
+	ftc.Spec.FederatedType = corev1beta1.APIResource{Group: "types.kubefed.io", Version: "v1beta1", Kind: "FederatedWidget", PluralName: "federatedwidgets", Scope: corev1beta1.NamespaceScope}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func TestFederatedTypeConfigCreate(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		ftc     *corev1beta1.FederatedTypeConfig
+		wantErr string
+	}{
+		{name: "namespaced type", ftc: typeConfig("configmaps")},
+		{name: "cluster-scoped target with a namespaced federated type", ftc: typeConfig("namespaces")},
+		{name: "group-qualified name", ftc: typeConfig("deployments")},
+		{
+			name: "target and federated type not served",
+			ftc:  typeConfig("configmaps", widgets),
+			wantErr: `FederatedTypeConfig.core.kubefed.io "widgets.example.com" is invalid: [` +
+				`spec.targetType: Invalid value: "example.com/v1, Kind=Widget": the host cluster does not serve this type; install it before its FederatedTypeConfig, ` +
+				`spec.federatedType: Invalid value: "types.kubefed.io/v1beta1, Kind=FederatedWidget": the host cluster does not serve this type; install its CRD before the FederatedTypeConfig (kubefedctl enable does both)]`,
+		},
+		{
+			name: "federated type not served",
+			ftc: typeConfig("configmaps", func(f *corev1beta1.FederatedTypeConfig) {
+				f.Spec.FederatedType.Group = "types.example.com"
+			}),
+			wantErr: `FederatedTypeConfig.core.kubefed.io "configmaps" is invalid: ` +
+				`spec.federatedType: Invalid value: "types.example.com/v1beta1, Kind=FederatedConfigMap": the host cluster does not serve this type; install its CRD before the FederatedTypeConfig (kubefedctl enable does both)`,
+		},
+		{
+			name: "target version not served",
+			ftc: typeConfig("deployments", func(f *corev1beta1.FederatedTypeConfig) {
+				f.Spec.TargetType.Version = "v1beta1"
+			}),
+			wantErr: `FederatedTypeConfig.core.kubefed.io "deployments.apps" is invalid: ` +
+				`spec.targetType: Invalid value: "apps/v1beta1, Kind=Deployment": the host cluster does not serve this type; install it before its FederatedTypeConfig`,
+		},
+		{
+			name: "wrong plural name",
+			ftc: typeConfig("deployments", func(f *corev1beta1.FederatedTypeConfig) {
+				f.Name, f.Spec.TargetType.PluralName = "deployment.apps", "deployment"
+			}),
+			wantErr: `FederatedTypeConfig.core.kubefed.io "deployment.apps" is invalid: ` +
+				`spec.targetType.pluralName: Invalid value: "deployment": apps/v1, Kind=Deployment is served as "deployments"`,
+		},
+		{
+			name: "wrong kind of a served plural name",
+			ftc: typeConfig("deployments", func(f *corev1beta1.FederatedTypeConfig) {
+				f.Spec.TargetType.Kind = "Deployments"
+			}),
+			wantErr: `FederatedTypeConfig.core.kubefed.io "deployments.apps" is invalid: ` +
+				`spec.targetType.kind: Invalid value: "Deployments": apps/v1, Resource=deployments is served with kind Deployment`,
+		},
+		{
+			name: "wrong scope",
+			ftc: typeConfig("namespaces", func(f *corev1beta1.FederatedTypeConfig) {
+				f.Spec.TargetType.Scope = corev1beta1.NamespaceScope
+			}),
+			wantErr: `FederatedTypeConfig.core.kubefed.io "namespaces" is invalid: ` +
+				`spec.targetType.scope: Invalid value: "Namespaced": v1, Kind=Namespace is Cluster`,
+		},
+		{
+			name: "name without the group",
+			ftc: typeConfig("deployments", func(f *corev1beta1.FederatedTypeConfig) {
+				f.Name = "deployments"
+			}),
+			wantErr: `FederatedTypeConfig.core.kubefed.io "deployments" is invalid: ` +
+				`metadata.name: Invalid value: "deployments": must be "deployments.apps", the target type's <pluralName>[.<group>]`,
+		},
+		{
+			name: "name of another type",
+			ftc: typeConfig("configmaps", func(f *corev1beta1.FederatedTypeConfig) {
+				f.Name = "secrets"
+			}),
+			wantErr: `FederatedTypeConfig.core.kubefed.io "secrets" is invalid: ` +
+				`metadata.name: Invalid value: "secrets": must be "configmaps", the target type's <pluralName>[.<group>]`,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := &FederatedTypeConfigValidator{Mapper: hostTypes()}
+			warnings, err := v.ValidateCreate(context.Background(), tc.ftc)
+			if got := errString(err); got != tc.wantErr {
+				t.Errorf("error\n got: %s\nwant: %s", got, tc.wantErr)
+			}
+			if len(warnings) != 0 {
+				t.Errorf("warnings %q", warnings)
+			}
+		})
+	}
+}
+
+// TestFederatedTypeConfigDiscoveryDown proves the handler fails open: a
+// type it cannot look up is admitted, with a warning naming what was not checked.
+func TestFederatedTypeConfigDiscoveryDown(t *testing.T) {
+	v := &FederatedTypeConfigValidator{Mapper: discoveryDown{hostTypes()}}
+	warnings, err := v.ValidateCreate(context.Background(), typeConfig("configmaps", widgets))
+	want := admission.Warnings{
+		"spec.targetType was not checked: discovery of example.com/v1, Kind=Widget failed: connection refused",
+		"spec.federatedType was not checked: discovery of types.kubefed.io/v1beta1, Kind=FederatedWidget failed: connection refused",
+	}
+	if err != nil || !slices.Equal(warnings, want) {
+		t.Errorf("got %q, %v; want %q and no error", warnings, err, want)
+	}
+}
+
+func TestFederatedTypeConfigUpdate(t *testing.T) {
+	deleting := func(f *corev1beta1.FederatedTypeConfig) {
+		f.DeletionTimestamp = &metav1.Time{}
+		f.Finalizers = nil
+	}
+	finalized := func(f *corev1beta1.FederatedTypeConfig) {
+		f.DeletionTimestamp = &metav1.Time{}
+		f.Finalizers = []string{corev1beta1.FederatedTypeConfigFinalizer}
+	}
+	for _, tc := range []struct {
+		name     string
+		old, new *corev1beta1.FederatedTypeConfig
+		wantErr  string
+	}{
+		{
+			name: "unchanged types are not checked again",
+			old:  typeConfig("configmaps", widgets),
+			new: typeConfig("configmaps", widgets, func(f *corev1beta1.FederatedTypeConfig) {
+				f.Spec.Propagation = corev1beta1.Disabled
+			}),
+		},
+		{
+			name: "a finalizer is removed after the types are gone",
+			old:  typeConfig("configmaps", widgets, finalized),
+			new:  typeConfig("configmaps", widgets, deleting),
+		},
+		{
+			name: "served target version",
+			old:  typeConfig("deployments", func(f *corev1beta1.FederatedTypeConfig) { f.Spec.TargetType.Version = "v1beta1" }),
+			new:  typeConfig("deployments"),
+		},
+		{
+			name: "target changed to a version not served",
+			old:  typeConfig("deployments"),
+			new:  typeConfig("deployments", func(f *corev1beta1.FederatedTypeConfig) { f.Spec.TargetType.Version = "v1beta1" }),
+			wantErr: `FederatedTypeConfig.core.kubefed.io "deployments.apps" is invalid: ` +
+				`spec.targetType: Invalid value: "apps/v1beta1, Kind=Deployment": the host cluster does not serve this type; install it before its FederatedTypeConfig`,
+		},
+		{
+			name: "target changed to a type the name does not match",
+			old:  typeConfig("configmaps"),
+			new: typeConfig("configmaps", func(f *corev1beta1.FederatedTypeConfig) {
+				f.Spec.TargetType.Kind, f.Spec.TargetType.PluralName = "Secret", "secrets"
+			}),
+			wantErr: `FederatedTypeConfig.core.kubefed.io "configmaps" is invalid: ` +
+				`metadata.name: Invalid value: "configmaps": must be "secrets", the target type's <pluralName>[.<group>]`,
+		},
+		{
+			name: "federated type changed to one not served",
+			old:  typeConfig("configmaps"),
+			new: typeConfig("configmaps", func(f *corev1beta1.FederatedTypeConfig) {
+				f.Spec.FederatedType.Version = "v1"
+			}),
+			wantErr: `FederatedTypeConfig.core.kubefed.io "configmaps" is invalid: ` +
+				`spec.federatedType: Invalid value: "types.kubefed.io/v1, Kind=FederatedConfigMap": the host cluster does not serve this type; install its CRD before the FederatedTypeConfig (kubefedctl enable does both)`,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := &FederatedTypeConfigValidator{Mapper: hostTypes()}
+			warnings, err := v.ValidateUpdate(context.Background(), tc.old, tc.new)
+			if got := errString(err); got != tc.wantErr {
+				t.Errorf("error\n got: %s\nwant: %s", got, tc.wantErr)
+			}
+			if len(warnings) != 0 {
+				t.Errorf("warnings %q", warnings)
+			}
+		})
+	}
+}
