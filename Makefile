@@ -97,6 +97,11 @@ clusters-down: ## Stop the local clusters.
 demo: cluster-tools build ## The local federation demo.
 	hack/demo.sh
 
+BENCH_ARGS ?=
+.PHONY: bench
+bench: cluster-tools build ## Propagation benchmark on local clusters, results in docs/performance.md's format (BENCH_ARGS="-n 200" for a quicker run).
+	go run ./hack/bench $(BENCH_ARGS)
+
 ##@ Build
 
 .PHONY: docker-build

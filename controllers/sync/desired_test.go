@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
 	typesv1beta1 "github.com/kubefed-io/kubefed/api/types/v1beta1"
 	"github.com/kubefed-io/kubefed/pkg/overrides"
 )
@@ -267,5 +268,24 @@ func TestTemplateErrorsAreNotOverrideErrors(t *testing.T) {
 	_, _, err = desiredObject(fed, "s", "demo", secret, nil)
 	if err == nil || errors.As(err, &oe) {
 		t.Fatalf("a template failure must not be an overridesError: %v", err)
+	}
+}
+
+func TestOnlyOurFinalizerAdded(t *testing.T) {
+	ours := corev1beta1.SyncControllerFinalizer
+	for _, tc := range []struct {
+		before, after []string
+		want          bool
+	}{
+		{nil, []string{ours}, true},
+		{[]string{"a"}, []string{"a", ours}, true},
+		{[]string{ours}, []string{ours}, false},
+		{[]string{"a"}, []string{"b", ours}, false},
+		{[]string{ours}, nil, false},
+		{nil, []string{"a", ours}, false},
+	} {
+		if got := onlyOurFinalizerAdded(tc.before, tc.after); got != tc.want {
+			t.Errorf("onlyOurFinalizerAdded(%v, %v) = %v, want %v", tc.before, tc.after, got, tc.want)
+		}
 	}
 }

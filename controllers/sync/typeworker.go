@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	gosync "sync"
 	"time"
 
@@ -125,10 +126,14 @@ func newTypeWorker(e *Engine, ftc *corev1beta1.FederatedTypeConfig) (*typeWorker
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(*unstructured.Unstructured)
 			n, ok2 := newObj.(*unstructured.Unstructured)
-			// Status writes, ours included, do not change what is desired.
+			// Status writes, ours included, do not change what is desired;
+			// nor does adding our finalizer, which the reconcile that added
+			// it goes on from. Reconciling again on a copy that does not
+			// show that reconcile's status write yet would only lose a
+			// status write to a conflict.
 			if ok1 && ok2 && o.GetGeneration() == n.GetGeneration() && o.GetGeneration() != 0 &&
 				reflect.DeepEqual(o.GetAnnotations(), n.GetAnnotations()) &&
-				reflect.DeepEqual(o.GetFinalizers(), n.GetFinalizers()) &&
+				(reflect.DeepEqual(o.GetFinalizers(), n.GetFinalizers()) || onlyOurFinalizerAdded(o.GetFinalizers(), n.GetFinalizers())) &&
 				n.GetDeletionTimestamp().Equal(o.GetDeletionTimestamp()) {
 				return
 			}
@@ -138,6 +143,16 @@ func newTypeWorker(e *Engine, ftc *corev1beta1.FederatedTypeConfig) (*typeWorker
 		DeleteFunc: w.enqueueObject,
 	})
 	return w, nil
+}
+
+// onlyOurFinalizerAdded reports whether after is before plus the sync
+// controller's finalizer.
+func onlyOurFinalizerAdded(before, after []string) bool {
+	if slices.Contains(before, corev1beta1.SyncControllerFinalizer) || !slices.Contains(after, corev1beta1.SyncControllerFinalizer) {
+		return false
+	}
+	rest := slices.DeleteFunc(slices.Clone(after), func(f string) bool { return f == corev1beta1.SyncControllerFinalizer })
+	return slices.Equal(before, rest)
 }
 
 // noteChange remembers when a generation of a federated object was first seen.

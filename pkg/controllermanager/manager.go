@@ -81,11 +81,15 @@ func RESTConfig(o Options) (*rest.Config, error) {
 // with the new settings.
 func Run(ctx context.Context, o Options) error {
 	log := ctrl.Log.WithName("controller-manager")
+	if err := o.Validate(); err != nil {
+		return err
+	}
 	cfg, err := RESTConfig(o)
 	if err != nil {
 		return err
 	}
 	cfg.UserAgent = "kubefed-controller-manager/" + version.Version
+	cfg.QPS, cfg.Burst = o.KubeAPIQPS, o.KubeAPIBurst
 	scheme, err := NewScheme()
 	if err != nil {
 		return err

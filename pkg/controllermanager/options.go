@@ -2,6 +2,8 @@ package controllermanager
 
 import (
 	"crypto/tls"
+	"errors"
+	"fmt"
 
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -32,6 +34,12 @@ type Options struct {
 	// WebhookCertDir holds the webhooks' serving certificate, tls.crt and
 	// tls.key; a renewed certificate is picked up without a restart.
 	WebhookCertDir string
+	// KubeAPIQPS and KubeAPIBurst rate-limit the host clients. Every
+	// propagated object costs at least two host writes (finalizer and
+	// status), so client-go's default of 5 QPS would cap propagation at
+	// about 2.5 objects/s; see docs/performance.md.
+	KubeAPIQPS   float32
+	KubeAPIBurst int
 }
 
 // DefaultOptions are the flag defaults.
@@ -43,6 +51,8 @@ func DefaultOptions() Options {
 		LeaderElect:      true,
 		Scope:            string(corev1beta1.ClusterScoped),
 		WebhookCertDir:   "/tmp/k8s-webhook-server/serving-certs",
+		KubeAPIQPS:       200,
+		KubeAPIBurst:     400,
 	}
 }
 
@@ -57,6 +67,26 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Scope, "scope", o.Scope, "Scope (Cluster or Namespaced) of the KubeFedConfig created when none exists.")
 	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "Port the validating admission webhooks are served on over TLS; 0 disables them.")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", o.WebhookCertDir, "Directory holding the webhooks' serving certificate and key, tls.crt and tls.key.")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Requests per second the controller-manager may send to the host cluster's API server.")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Requests the controller-manager may send to the host cluster's API server in a burst above --kube-api-qps.")
+}
+
+// Validate reports flag values that cannot work.
+func (o Options) Validate() error {
+	var errs []error
+	if !(o.KubeAPIQPS > 0) {
+		errs = append(errs, fmt.Errorf("--kube-api-qps must be greater than 0, got %v", o.KubeAPIQPS))
+	}
+	if o.KubeAPIBurst < 1 {
+		errs = append(errs, fmt.Errorf("--kube-api-burst must be at least 1, got %d", o.KubeAPIBurst))
+	}
+	if o.WebhookPort < 0 || o.WebhookPort > 65535 {
+		errs = append(errs, fmt.Errorf("--webhook-port must be between 0 and 65535, got %d", o.WebhookPort))
+	}
+	if o.Scope != string(corev1beta1.ClusterScoped) && o.Scope != string(corev1beta1.NamespaceScoped) {
+		errs = append(errs, fmt.Errorf("--scope must be %s or %s, got %q", corev1beta1.ClusterScoped, corev1beta1.NamespaceScoped, o.Scope))
+	}
+	return errors.Join(errs...)
 }
 
 // webhookServer is the manager's server for the admission webhooks, or nil

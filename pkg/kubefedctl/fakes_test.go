@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -57,6 +58,9 @@ type fakeCluster struct {
 	tokenController bool
 	// unreachable makes every request fail like a dead connection.
 	unreachable bool
+	// staleTokens is how many tokens the fake token controller still
+	// issues for a deleted ServiceAccount, as a lagging cache makes it do.
+	staleTokens int
 }
 
 func newFakeCluster(t *testing.T, name string, objs ...runtime.Object) *fakeCluster {
@@ -72,6 +76,7 @@ func newFakeCluster(t *testing.T, name string, objs ...runtime.Object) *fakeClus
 		metadata: f.metadataBridge(),
 		fed:      f.fed,
 	}
+	f.cluster.authenticate = f.authenticate
 
 	var lists []*metav1.APIResourceList
 	byGV := map[string]*metav1.APIResourceList{}
@@ -135,11 +140,44 @@ func (f *fakeCluster) fillToken(a clienttesting.Action) (bool, runtime.Object, e
 	}
 	secret = secret.DeepCopy()
 	secret.Annotations[corev1.ServiceAccountUIDKey] = string(saObj.(*corev1.ServiceAccount).UID)
+	f.mu.Lock()
+	if f.staleTokens > 0 {
+		f.staleTokens--
+		secret.Annotations[corev1.ServiceAccountUIDKey] = "uid-of-a-deleted-account"
+	}
+	f.mu.Unlock()
 	secret.Data = map[string][]byte{tokenKey: []byte("token-of-" + saName), caCertKey: []byte(fakeCA)}
 	if err := f.kube.Tracker().Update(gvr, secret, secret.Namespace); err != nil {
 		return true, nil, err
 	}
 	return true, secret, nil
+}
+
+// authenticate accepts a token as the API server's legacy token
+// authenticator does: a token Secret holds it and names the current UID
+// of its ServiceAccount.
+func (f *fakeCluster) authenticate(_ context.Context, token []byte) error {
+	unauthorized := apierrors.NewUnauthorized("invalid bearer token")
+	list, err := f.kube.Tracker().List(corev1.SchemeGroupVersion.WithResource("secrets"), corev1.SchemeGroupVersion.WithKind("Secret"), "")
+	if err != nil {
+		return err
+	}
+	for _, s := range list.(*corev1.SecretList).Items {
+		if s.Type != corev1.SecretTypeServiceAccountToken || string(s.Data[tokenKey]) != string(token) {
+			continue
+		}
+		sa, err := f.kube.Tracker().Get(corev1.SchemeGroupVersion.WithResource("serviceaccounts"), s.Namespace, s.Annotations[corev1.ServiceAccountNameKey])
+		if err == nil && string(sa.(*corev1.ServiceAccount).UID) == s.Annotations[corev1.ServiceAccountUIDKey] {
+			return nil
+		}
+	}
+	return unauthorized
+}
+
+func (f *fakeCluster) setStaleTokens(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.staleTokens = n
 }
 
 func (f *fakeCluster) setTokenController(on bool) {

@@ -487,14 +487,20 @@ func (j *joiner) planTokenSecret(ctx context.Context) (*step, error) {
 	ref := tokenSecretRef(j.reg)
 	secrets := j.mem.kube.CoreV1().Secrets(j.reg.namespace)
 	desired := desiredTokenSecret(j.reg)
+	createSecret := func(ctx context.Context) error {
+		if _, err := secrets.Create(ctx, desired, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create %s in %s: %w", ref, j.mem.context, err)
+		}
+		return nil
+	}
 	wait := func(ctx context.Context) error {
-		token, err := waitForToken(ctx, j.mem, ref, j.opts.tokenWait, j.opts.pollInterval)
+		token, err := j.waitForAcceptedToken(ctx, ref, createSecret)
 		j.token = token
 		return err
 	}
 	create := func(ctx context.Context, s *step) error {
-		if _, err := secrets.Create(ctx, desired, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("create %s in %s: %w", ref, j.mem.context, err)
+		if err := createSecret(ctx); err != nil {
+			return err
 		}
 		return wait(ctx)
 	}
@@ -543,6 +549,61 @@ func (j *joiner) planTokenSecret(ctx context.Context) (*step, error) {
 		return wait(ctx)
 	}
 	return s, nil
+}
+
+// waitForAcceptedToken waits for the member's token controller to issue the
+// token, then until the member accepts it. A token controller whose cache
+// still holds a deleted ServiceAccount of the same name (after an unjoin and
+// a quick re-join, or while it catches up after an API server restart)
+// issues a token bound to the old account's UID that never authenticates;
+// such a Secret is replaced. Everything happens within --token-wait.
+func (j *joiner) waitForAcceptedToken(ctx context.Context, ref objectRef, createSecret func(context.Context) error) (*corev1.Secret, error) {
+	secrets := j.mem.kube.CoreV1().Secrets(ref.Namespace)
+	deadline := time.Now().Add(j.opts.tokenWait)
+	for {
+		token, err := waitForToken(ctx, j.mem, ref, deadline, j.opts.tokenWait, j.opts.pollInterval)
+		if errors.Is(err, errTokenSecretDeleted) && time.Until(deadline) > j.opts.pollInterval {
+			// The token controller removed a Secret it found stale.
+			if err := createSecret(ctx); err != nil && !apierrors.IsAlreadyExists(err) {
+				return nil, err
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		accepted, err := tokenAccepted(ctx, j.mem, token.Data[tokenKey])
+		switch {
+		case err != nil:
+			return nil, err
+		case accepted:
+			return token, nil
+		case !time.Now().Before(deadline):
+			return nil, fmt.Errorf("cluster %q does not accept the token its token controller wrote into %s (401 Unauthorized) within %s; "+
+				"re-run join, or raise --token-wait", j.mem.context, ref, j.opts.tokenWait)
+		}
+		sa, err := j.mem.kube.CoreV1().ServiceAccounts(ref.Namespace).Get(ctx, j.reg.serviceAccountName(), metav1.GetOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("get ServiceAccount %s/%s in %s: %w", ref.Namespace, j.reg.serviceAccountName(), j.mem.context, err)
+		}
+		if err == nil && token.Annotations[corev1.ServiceAccountUIDKey] != string(sa.UID) {
+			uid := token.UID
+			err := secrets.Delete(ctx, ref.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				return nil, fmt.Errorf("replace %s in %s, whose token is for a deleted ServiceAccount: delete: %w", ref, j.mem.context, err)
+			}
+			if err := createSecret(ctx); err != nil && !apierrors.IsAlreadyExists(err) {
+				return nil, err
+			}
+			continue
+		}
+		// The member may not see the new objects yet; ask again.
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(j.opts.pollInterval):
+		}
+	}
 }
 
 // planHostSecret plans the host's copy of the member's credentials. Its name

@@ -383,6 +383,46 @@ func TestJoinReplacesTokenOfRecreatedServiceAccount(t *testing.T) {
 	}
 }
 
+func TestJoinReplacesTokenIssuedForDeletedServiceAccount(t *testing.T) {
+	w := newWorld(t)
+	// The member's token controller still sees the account an unjoin just
+	// deleted, and binds the first token to it.
+	w.member.setStaleTokens(1)
+	w.mustRun(t, "join", "member1")
+	ctx := context.Background()
+	sa, err := w.member.kube.CoreV1().ServiceAccounts(testNamespace).Get(ctx, "member1-host", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, err := w.member.kube.CoreV1().Secrets(testNamespace).Get(ctx, "member1-host-token", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token.Annotations[corev1.ServiceAccountUIDKey] != string(sa.UID) {
+		t.Errorf("token Secret is for ServiceAccount UID %s, want %s", token.Annotations[corev1.ServiceAccountUIDKey], sa.UID)
+	}
+	if err := w.member.authenticate(ctx, w.hostSecret(t).Data[tokenKey]); err != nil {
+		t.Errorf("the host Secret's token does not authenticate: %v", err)
+	}
+}
+
+func TestJoinFailsWhenMemberNeverAcceptsToken(t *testing.T) {
+	w := newWorld(t)
+	w.member.setStaleTokens(1 << 20)
+	_, _, err := w.run(t, "join", "member1", "--token-wait=300ms")
+	if err == nil {
+		t.Fatal("join succeeded with a token the member rejects")
+	}
+	for _, want := range []string{`cluster "member1" does not accept the token`, "Secret kube-federation-system/member1-host-token", "--token-wait"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if got := w.host.objects(t); len(got) != 1 {
+		t.Errorf("host changed with a rejected token: %q", got)
+	}
+}
+
 func TestJoinHostItself(t *testing.T) {
 	w := newWorld(t)
 	w.mustRun(t, "join", "host", "--cluster-context=host")

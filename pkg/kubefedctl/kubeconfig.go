@@ -1,12 +1,16 @@
 package kubefedctl
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"sync"
 
 	"github.com/go-logr/logr"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -47,6 +51,10 @@ type cluster struct {
 	dynamic dynamic.Interface
 	// namespace is the context's default namespace, "" when it sets none.
 	namespace string
+	// authenticate sends one request to the cluster with token as the only
+	// credential; it fails with an Unauthorized error when the cluster
+	// does not accept the token.
+	authenticate func(ctx context.Context, token []byte) error
 }
 
 // clusterConnector resolves kubeconfig contexts into clusters.
@@ -159,8 +167,28 @@ func (k *kubeconfigConnector) connect(contextName string) (*cluster, error) {
 	if c.fed, err = client.New(cfg, client.Options{Scheme: newScheme(), Log: quiet}); err != nil {
 		return nil, fmt.Errorf("kubeconfig context %q: %w", contextName, err)
 	}
+	c.authenticate = func(ctx context.Context, token []byte) error {
+		return authenticateWith(ctx, cfg, token)
+	}
 	k.clusters[contextName] = c
 	return c, nil
+}
+
+// authenticateWith asks the server who the bearer of token is, trusting the
+// server as cfg does but sending no other credential. Being forbidden to
+// ask still proves the token authenticated.
+func authenticateWith(ctx context.Context, cfg *rest.Config, token []byte) error {
+	tc := rest.AnonymousClientConfig(cfg)
+	tc.BearerToken = string(token)
+	kube, err := kubernetes.NewForConfig(tc)
+	if err != nil {
+		return err
+	}
+	_, err = kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if apierrors.IsForbidden(err) {
+		return nil
+	}
+	return err
 }
 
 // newScheme knows the built-in types, CustomResourceDefinitions and the

@@ -50,10 +50,11 @@ func tokenSecretUsable(secret *corev1.Secret, sa *corev1.ServiceAccount, r regis
 var errTokenSecretDeleted = errors.New("the Secret was deleted while waiting for its token; the token controller deletes token Secrets whose ServiceAccount is missing or was recreated, so re-run join")
 
 // waitForToken polls the token Secret until the token controller has
-// written a token into it, for at most timeout.
-func waitForToken(ctx context.Context, c *cluster, ref objectRef, timeout, interval time.Duration) (*corev1.Secret, error) {
+// written a token into it, until deadline; total is the whole wait the user
+// allowed, for the error message.
+func waitForToken(ctx context.Context, c *cluster, ref objectRef, deadline time.Time, total, interval time.Duration) (*corev1.Secret, error) {
 	var secret *corev1.Secret
-	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, interval, max(time.Until(deadline), time.Millisecond), true, func(ctx context.Context) (bool, error) {
 		s, err := c.kube.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
@@ -71,8 +72,25 @@ func waitForToken(ctx context.Context, c *cluster, ref objectRef, timeout, inter
 		return nil, fmt.Errorf("timed out after %s waiting for the token controller of cluster %q to write a token into %s: "+
 			"check that kube-controller-manager runs there with its service account token controller (--service-account-private-key-file), "+
 			"or raise --token-wait; the objects created so far are reused by a re-run of join and removed by unjoin",
-			timeout, c.context, ref)
+			total, c.context, ref)
 	default:
 		return nil, fmt.Errorf("wait for the token of %s in %s: %w", ref, c.context, err)
+	}
+}
+
+// tokenAccepted reports whether the member authenticates token. Only an
+// Unauthorized answer means no; other failures are errors.
+func tokenAccepted(ctx context.Context, c *cluster, token []byte) (bool, error) {
+	if c.authenticate == nil {
+		return true, nil
+	}
+	err := c.authenticate(ctx, token)
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsUnauthorized(err):
+		return false, nil
+	default:
+		return false, fmt.Errorf("check the new token against cluster %q: %w", c.context, err)
 	}
 }

@@ -60,9 +60,6 @@ func (v *FederatedTypeConfigValidator) validate(old, ftc *corev1beta1.FederatedT
 		}
 	}
 	if old == nil || old.Spec.TargetType != ftc.Spec.TargetType {
-		if err := validateTypeConfigName(ftc); err != nil {
-			errs = append(errs, err)
-		}
 		check(ftc.Spec.TargetType, spec.Child("targetType"), "install it before its FederatedTypeConfig")
 	}
 	if old == nil || old.Spec.FederatedType != ftc.Spec.FederatedType {
@@ -72,18 +69,6 @@ func (v *FederatedTypeConfigValidator) validate(old, ftc *corev1beta1.FederatedT
 		return warnings, apierrors.NewInvalid(federatedTypeConfigKind, ftc.Name, errs)
 	}
 	return warnings, nil
-}
-
-// validateTypeConfigName enforces KubeFed's naming: the controllers find a
-// type's configuration, and the namespaces type, by this name.
-func validateTypeConfigName(ftc *corev1beta1.FederatedTypeConfig) *field.Error {
-	target := ftc.Spec.TargetType
-	want := corev1beta1.TypeConfigName(target.PluralName, target.Group)
-	if ftc.Name == want {
-		return nil
-	}
-	return field.Invalid(field.NewPath("metadata", "name"), ftc.Name,
-		fmt.Sprintf("must be %q, the target type's <pluralName>[.<group>]", want))
 }
 
 // served checks that the host serves a as declared and returns the field

@@ -123,22 +123,6 @@ func TestFederatedTypeConfigCreate(t *testing.T) {
 			wantErr: `FederatedTypeConfig.core.kubefed.io "namespaces" is invalid: ` +
 				`spec.targetType.scope: Invalid value: "Namespaced": v1, Kind=Namespace is Cluster`,
 		},
-		{
-			name: "name without the group",
-			ftc: typeConfig("deployments", func(f *corev1beta1.FederatedTypeConfig) {
-				f.Name = "deployments"
-			}),
-			wantErr: `FederatedTypeConfig.core.kubefed.io "deployments" is invalid: ` +
-				`metadata.name: Invalid value: "deployments": must be "deployments.apps", the target type's <pluralName>[.<group>]`,
-		},
-		{
-			name: "name of another type",
-			ftc: typeConfig("configmaps", func(f *corev1beta1.FederatedTypeConfig) {
-				f.Name = "secrets"
-			}),
-			wantErr: `FederatedTypeConfig.core.kubefed.io "secrets" is invalid: ` +
-				`metadata.name: Invalid value: "secrets": must be "configmaps", the target type's <pluralName>[.<group>]`,
-		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := &FederatedTypeConfigValidator{Mapper: hostTypes()}
@@ -204,15 +188,6 @@ func TestFederatedTypeConfigUpdate(t *testing.T) {
 			new:  typeConfig("deployments", func(f *corev1beta1.FederatedTypeConfig) { f.Spec.TargetType.Version = "v1beta1" }),
 			wantErr: `FederatedTypeConfig.core.kubefed.io "deployments.apps" is invalid: ` +
 				`spec.targetType: Invalid value: "apps/v1beta1, Kind=Deployment": the host cluster does not serve this type; install it before its FederatedTypeConfig`,
-		},
-		{
-			name: "target changed to a type the name does not match",
-			old:  typeConfig("configmaps"),
-			new: typeConfig("configmaps", func(f *corev1beta1.FederatedTypeConfig) {
-				f.Spec.TargetType.Kind, f.Spec.TargetType.PluralName = "Secret", "secrets"
-			}),
-			wantErr: `FederatedTypeConfig.core.kubefed.io "configmaps" is invalid: ` +
-				`metadata.name: Invalid value: "configmaps": must be "secrets", the target type's <pluralName>[.<group>]`,
 		},
 		{
 			name: "federated type changed to one not served",

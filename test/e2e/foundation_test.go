@@ -231,6 +231,15 @@ spec:
   targetType: {group: example.com, version: v1, pluralName: things, scope: Namespaced}
   federatedType: {group: types.kubefed.io, version: v1beta1, kind: FederatedThing, pluralName: federatedthings, scope: Namespaced}
 `, "spec.targetType.kind: Required value"),
+		Entry("FederatedTypeConfig named other than <plural>.<group> of its target", `
+apiVersion: core.kubefed.io/v1beta1
+kind: FederatedTypeConfig
+metadata: {name: widgets}
+spec:
+  propagation: Enabled
+  targetType: {group: example.com, version: v1, kind: Widget, pluralName: widgets, scope: Namespaced}
+  federatedType: {group: types.kubefed.io, version: v1beta1, kind: FederatedWidget, pluralName: federatedwidgets, scope: Namespaced}
+`, "metadata.name must be <spec.targetType.pluralName>[.<spec.targetType.group>]"),
 		Entry("FederatedDeployment with override op move", `
 apiVersion: types.kubefed.io/v1beta1
 kind: FederatedDeployment

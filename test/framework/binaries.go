@@ -36,6 +36,13 @@ func freeLoopbackAddr() (string, error) {
 // StartControllerManager runs bin/controller-manager against the host with
 // its log in dir, and waits until its health endpoint answers.
 func (f *Framework) StartControllerManager(ctx context.Context, dir string, extraArgs ...string) (*ControllerManager, error) {
+	return StartControllerManager(ctx, f.Bin("controller-manager"), f.Kubeconfig, f.Host.Name, dir, extraArgs...)
+}
+
+// StartControllerManager runs a controller-manager binary against the
+// kubeconfig context of a host cluster with its log in dir, and waits
+// until its health endpoint answers; the benchmark uses it too.
+func StartControllerManager(ctx context.Context, binary, kubeconfig, hostContext, dir string, extraArgs ...string) (*ControllerManager, error) {
 	metrics, err := freeLoopbackAddr()
 	if err != nil {
 		return nil, err
@@ -54,10 +61,10 @@ func (f *Framework) StartControllerManager(ctx context.Context, dir string, extr
 	}
 	defer logFile.Close()
 	args := append([]string{
-		"--kubeconfig", f.Kubeconfig, "--context", f.Host.Name,
+		"--kubeconfig", kubeconfig, "--context", hostContext,
 		"--metrics-addr", metrics, "--health-addr", health,
 	}, extraArgs...)
-	cmd := exec.Command(f.Bin("controller-manager"), args...)
+	cmd := exec.Command(binary, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// The controller-manager dies with the test process, even a killed one.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -118,6 +125,9 @@ func (cm *ControllerManager) Kill() error {
 	<-cm.done
 	return nil
 }
+
+// Pid is the process's id.
+func (cm *ControllerManager) Pid() int { return cm.cmd.Process.Pid }
 
 // Exited reports whether the process has ended.
 func (cm *ControllerManager) Exited() bool {

@@ -150,14 +150,29 @@ func (c *Cluster) StopAPIServer() error {
 
 // StartAPIServer starts this cluster's kube-apiserver again on the same
 // port and waits until /readyz succeeds; it is a no-op if it is running.
+// A running kube-controller-manager is restarted with it, as on a control
+// plane node that comes back: left alone, its informers would reconnect
+// only after their backoff (up to a minute after a long outage), and until
+// then it would issue tokens for deleted ServiceAccounts and leave
+// namespaces terminating, which is not what the tests are about.
 func (c *Cluster) StartAPIServer(ctx context.Context) error {
 	c.mu.Lock()
 	p := c.procs[APIServer]
+	cm := c.procs[ControllerManager]
 	c.mu.Unlock()
 	if p != nil && p.running() {
 		return nil
 	}
-	return c.startComponent(ctx, APIServer)
+	if err := c.startComponent(ctx, APIServer); err != nil {
+		return err
+	}
+	if cm == nil || !cm.running() {
+		return nil
+	}
+	if err := cm.stop(); err != nil {
+		return fmt.Errorf("cluster %s: restarting kube-controller-manager: %w", c.Name, err)
+	}
+	return c.startComponent(ctx, ControllerManager)
 }
 
 func (c *Cluster) componentArgs(comp Component) []string {

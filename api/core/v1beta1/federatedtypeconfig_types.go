@@ -126,6 +126,7 @@ type FederatedTypeConfigStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:path=federatedtypeconfigs,shortName=ftc
 // +kubebuilder:subresource:status
+// +kubebuilder:validation:XValidation:rule="self.metadata.name == (has(self.spec.targetType.group) && size(self.spec.targetType.group) > 0 ? self.spec.targetType.pluralName + '.' + self.spec.targetType.group : self.spec.targetType.pluralName)",message="metadata.name must be <spec.targetType.pluralName>[.<spec.targetType.group>]"
 type FederatedTypeConfig struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubefed-io/kubefed/pkg/overrides"
+)
+
+// memberCopy is what a member holds for a federated object: its template
+// with the named cluster's overrides applied, as the engine renders it.
+func memberCopy(t *testing.T, fed *unstructured.Unstructured, cluster string) *unstructured.Unstructured {
+	t.Helper()
+	// A JSON round trip gives the number types a watch delivers.
+	data, err := json.Marshal(fed.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := map[string]any{}
+	if err := json.Unmarshal(data, &obj); err != nil {
+		t.Fatal(err)
+	}
+	byCluster, err := overrides.FromUnstructured(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, _, _ := unstructured.NestedMap(obj, "spec", "template")
+	if err := overrides.Apply(tmpl, byCluster[cluster]); err != nil {
+		t.Fatal(err)
+	}
+	return &unstructured.Unstructured{Object: tmpl}
+}
+
+// TestWaveStates checks that every state a wave waits for is the state a
+// member copy of that version is in, and differs from the state before the
+// wave, so that no wave can be satisfied early or never.
+func TestWaveStates(t *testing.T) {
+	for _, r := range resources {
+		t.Run(r.name, func(t *testing.T) {
+			fed := federatedObject(r, "o", 0, []string{"member1", "member2"})
+			created := memberCopy(t, fed, "member1")
+			if got, want := stateOf(r.name, created), wantState(r, version{}, "member1"); got != want {
+				t.Errorf("created: state %q, wave waits for %q", got, want)
+			}
+
+			patch := templatePatch(r, 1)
+			merged := mergePatch(fed.Object, patch)
+			updated := memberCopy(t, &unstructured.Unstructured{Object: merged}, "member1")
+			if got, want := stateOf(r.name, updated), wantState(r, version{revision: 1}, "member1"); got != want {
+				t.Errorf("updated: state %q, wave waits for %q", got, want)
+			}
+			if stateOf(r.name, updated) == stateOf(r.name, created) {
+				t.Errorf("the update wave does not change the state %q", stateOf(r.name, created))
+			}
+
+			if err := unstructured.SetNestedSlice(merged, []any{overrideOf(r, "member1")}, "spec", "overrides"); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range []string{"member1", "member2"} {
+				v := version{revision: 1, overridden: c == "member1"}
+				if got, want := stateOf(r.name, memberCopy(t, &unstructured.Unstructured{Object: merged}, c)), wantState(r, v, c); got != want {
+					t.Errorf("overridden, %s: state %q, wave waits for %q", c, got, want)
+				}
+			}
+
+			direct := directObject(r, "o", 1)
+			if got, want := stateOf(r.name, direct), wantState(r, version{revision: 1}, "member1"); got != want {
+				t.Errorf("direct object: state %q, limit wave waits for %q", got, want)
+			}
+		})
+	}
+}
+
+// mergePatch applies a JSON merge patch (RFC 7386) to a copy of obj.
+func mergePatch(obj, patch map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range obj {
+		out[k] = v
+	}
+	for k, v := range patch {
+		pm, isMap := v.(map[string]any)
+		om, wasMap := out[k].(map[string]any)
+		switch {
+		case v == nil:
+			delete(out, k)
+		case isMap && wasMap:
+			out[k] = mergePatch(om, pm)
+		default:
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func TestParseWrites(t *testing.T) {
+	metrics := `# HELP apiserver_request_total x
+apiserver_request_total{code="201",component="apiserver",dry_run="",group="apps",resource="deployments",scope="resource",subresource="",verb="POST",version="v1"} 7
+apiserver_request_total{code="409",component="apiserver",dry_run="",group="apps",resource="deployments",scope="resource",subresource="",verb="PUT",version="v1"} 2
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="apps",resource="deployments",scope="resource",subresource="",verb="GET",version="v1"} 100
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="apps",resource="deployments",scope="resource",subresource="status",verb="PUT",version="v1"} 3
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="apps",resource="deployments",scope="resource",subresource="scale",verb="PUT",version="v1"} 5
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="types.kubefed.io",resource="federateddeployments",scope="resource",subresource="",verb="PATCH",version="v1beta1"} 11
+`
+	got := parseWrites(metrics, []string{"deployments"})
+	want := writeCounts{"deployments": 9, "deployments/conflicts": 2, "deployments/status": 3}
+	if !got.equal(want) {
+		t.Fatalf("parseWrites = %v, want %v", got, want)
+	}
+	withCluster := writeCounts{}
+	for k, v := range got {
+		withCluster["m/"+k] = v
+	}
+	if n := withCluster.sum("m", func(string) bool { return true }); n != 12 {
+		t.Errorf("sum counts conflicts twice or misses writes: %d, want 12", n)
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	var ds []time.Duration
+	for i := 100; i >= 1; i-- {
+		ds = append(ds, time.Duration(i)*time.Millisecond)
+	}
+	got := summarize(ds)
+	want := latency{Count: 100, P50: 50, P90: 90, P99: 99, Max: 100}
+	if *got != want {
+		t.Errorf("summarize = %+v, want %+v", *got, want)
+	}
+	if summarize(nil) != nil {
+		t.Error("summarize(nil) should be nil")
+	}
+}
+
+func TestWaveDropAndWait(t *testing.T) {
+	a := obsKey{cluster: "m1", resource: "configmaps", name: "a"}
+	b := obsKey{cluster: "m2", resource: "configmaps", name: "a"}
+	w := newWave(map[obsKey]string{a: "v1", b: "v1"})
+	w.observe(a, "v0", time.Now())
+	w.observe(a, "v1", time.Now())
+	w.observe(a, "v1", time.Now())
+	if w.remaining != 1 {
+		t.Fatalf("remaining %d after one match, want 1", w.remaining)
+	}
+	w.drop(func(k obsKey) bool { return k == b })
+	select {
+	case <-w.done:
+	default:
+		t.Fatal("the wave is not done once its last wanted state was dropped")
+	}
+}

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Resources whose writes are counted, from each apiserver's
+// apiserver_request_total: in members the copies and their namespace, on
+// the host the federated objects (status included: it is ours) and events.
+var (
+	memberCounted = []string{"deployments", "configmaps", "namespaces"}
+	hostCounted   = []string{"federateddeployments", "federatedconfigmaps", "federatednamespaces", "events", "kubefedclusters"}
+)
+
+var writeVerbs = []string{"POST", "PUT", "PATCH", "DELETE", "APPLY"}
+
+// writeCounts maps "cluster/resource" (and "cluster/resource/status") to the
+// number of writes its apiserver served so far.
+type writeCounts map[string]float64
+
+// countWrites reads the write counters of every cluster.
+func (e *env) countWrites(ctx context.Context) (writeCounts, error) {
+	all := append([]*cluster{e.host}, e.members...)
+	out := writeCounts{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	errs := make([]error, len(all))
+	for i, c := range all {
+		counted := memberCounted
+		if c == e.host {
+			counted = hostCounted
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			raw, err := c.kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+			if err != nil {
+				errs[i] = fmt.Errorf("metrics of %s: %w", c.name, err)
+				return
+			}
+			counts := parseWrites(string(raw), counted)
+			mu.Lock()
+			defer mu.Unlock()
+			for k, v := range counts {
+				out[c.name+"/"+k] = v
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func parseWrites(metrics string, resources []string) writeCounts {
+	out := writeCounts{}
+	for _, r := range resources {
+		out[r], out[r+"/status"] = 0, 0
+	}
+	for _, line := range strings.Split(metrics, "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		write := false
+		for _, v := range writeVerbs {
+			if strings.Contains(line, `verb="`+v+`"`) {
+				write = true
+			}
+		}
+		if !write {
+			continue
+		}
+		for _, r := range resources {
+			if !strings.Contains(line, `resource="`+r+`"`) {
+				continue
+			}
+			key := r
+			if strings.Contains(line, `subresource="status"`) {
+				key += "/status"
+			} else if !strings.Contains(line, `subresource=""`) {
+				continue
+			}
+			fields := strings.Fields(line)
+			n, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+			if err != nil {
+				continue
+			}
+			out[key] += n
+			// Conflicts are counted among the writes too; they are
+			// also listed apart, as work that had to be repeated.
+			if strings.Contains(line, `code="409"`) {
+				out[key+"/conflicts"] += n
+			}
+		}
+	}
+	return out
+}
+
+// minus returns the writes served since before.
+func (w writeCounts) minus(before writeCounts) writeCounts {
+	out := writeCounts{}
+	for k, v := range w {
+		if d := v - before[k]; d != 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// sum adds the counters of a cluster whose key passes keep; conflicts are
+// already among the writes they are listed apart from.
+func (w writeCounts) sum(clusterName string, keep func(resource string) bool) int {
+	total := 0.0
+	for k, v := range w {
+		c, r, _ := strings.Cut(k, "/")
+		if c == clusterName && !strings.HasSuffix(r, "/conflicts") && keep(r) {
+			total += v
+		}
+	}
+	return int(total)
+}
+
+func (w writeCounts) equal(o writeCounts) bool {
+	if len(w) != len(o) {
+		return false
+	}
+	for k, v := range w {
+		if o[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// nonZero renders the counters that moved, for logs and the JSON report.
+func (w writeCounts) nonZero() map[string]int {
+	out := map[string]int{}
+	keys := make([]string, 0, len(w))
+	for k := range w {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if w[k] != 0 {
+			out[k] = int(w[k])
+		}
+	}
+	return out
+}

@@ -1,0 +1,348 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
+	"github.com/kubefed-io/kubefed/test/framework"
+	"github.com/kubefed-io/kubefed/test/localcluster"
+)
+
+const (
+	kubefedNS = corev1beta1.DefaultKubeFedNamespace
+	// benchNS holds the federated objects and, in the members, their copies.
+	benchNS = "bench"
+	// directNS holds, in the members, the objects of the physical-limit
+	// scenarios; it is not federated, so the control plane ignores it.
+	directNS = "bench-direct"
+)
+
+// cluster is one running cluster with unthrottled clients: the bench's own
+// client-side rate limit must never be what a scenario measures, except in
+// the physical-limit scenarios, which build their own clients.
+type cluster struct {
+	name   string
+	local  *localcluster.Cluster
+	cfg    *rest.Config
+	client client.Client
+	dyn    dynamic.Interface
+	kube   kubernetes.Interface
+}
+
+func newCluster(lc *localcluster.Cluster) (*cluster, error) {
+	cfg := lc.RESTConfig()
+	cfg.QPS, cfg.Burst = -1, 0
+	cfg.UserAgent = "kubefed-bench"
+	c, err := client.New(cfg, client.Options{Scheme: framework.Scheme()})
+	if err != nil {
+		return nil, fmt.Errorf("client for %s: %w", lc.Name, err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("dynamic client for %s: %w", lc.Name, err)
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("clientset for %s: %w", lc.Name, err)
+	}
+	return &cluster{name: lc.Name, local: lc, cfg: cfg, client: c, dyn: dyn, kube: kube}, nil
+}
+
+// env is a running federation with the control plane under test.
+type env struct {
+	o           options
+	root        string
+	workDir     string
+	ownsWorkDir bool
+	fed         *localcluster.Federation
+	host        *cluster
+	members     []*cluster
+	cmBin       string
+	cm          *framework.ControllerManager
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s  %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+}
+
+// setUp brings the federation up. It returns the env even on error so that
+// the caller can tear down what was started.
+func setUp(ctx context.Context, o options) (*env, error) {
+	root, err := framework.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	e := &env{o: o, root: root, workDir: o.workDir, cmBin: o.controllerMgr}
+	if e.cmBin == "" {
+		e.cmBin = filepath.Join(root, "bin", "controller-manager")
+	}
+	if _, err := os.Stat(e.cmBin); err != nil {
+		return nil, fmt.Errorf("controller-manager binary: %w (run `make build`)", err)
+	}
+	if e.workDir == "" {
+		e.workDir, err = os.MkdirTemp("", "kubefed-bench-")
+		if err != nil {
+			return nil, err
+		}
+		e.ownsWorkDir = true
+	}
+	names := []string{"host"}
+	for i := 1; i <= o.members; i++ {
+		names = append(names, fmt.Sprintf("member%d", i))
+	}
+	logf("starting %d clusters in %s", len(names), e.workDir)
+	e.fed, err = localcluster.Start(ctx, localcluster.Options{
+		WorkDir:      filepath.Join(e.workDir, "clusters"),
+		Clusters:     names,
+		BinDir:       filepath.Join(root, "bin"),
+		StartTimeout: localcluster.DefaultStartTimeout + time.Duration(o.members)*30*time.Second,
+	})
+	if err != nil {
+		return e, fmt.Errorf("start clusters: %w", err)
+	}
+	for i, lc := range e.fed.Clusters {
+		c, err := newCluster(lc)
+		if err != nil {
+			return e, err
+		}
+		if i == 0 {
+			e.host = c
+		} else {
+			e.members = append(e.members, c)
+		}
+	}
+	return e, e.installControlPlane(ctx)
+}
+
+func (e *env) installControlPlane(ctx context.Context) error {
+	crds, err := framework.ReadCRDs(filepath.Join(e.root, "config", "crd", "bases"), filepath.Join(e.root, "config", "crd", "federated"))
+	if err != nil {
+		return err
+	}
+	logf("installing %d CRDs", len(crds))
+	if err := framework.InstallCRDs(ctx, e.host.client, crds); err != nil {
+		return err
+	}
+	if err := framework.EnsureNamespace(ctx, e.host.client, kubefedNS); err != nil {
+		return err
+	}
+	// The KubeFedConfig exists before the controller-manager starts, so
+	// it runs with the tuning under test from the first reconcile.
+	if err := e.host.client.Create(ctx, e.kubefedConfig()); err != nil {
+		return fmt.Errorf("create KubeFedConfig: %w", err)
+	}
+	if err := e.applyDefaultTypes(ctx); err != nil {
+		return err
+	}
+	if e.cm, err = startControllerManager(ctx, e); err != nil {
+		return err
+	}
+	for _, m := range e.members {
+		logf("joining %s", m.name)
+		if err := e.kubefedctl(ctx, "join", m.name, "--cluster-context", m.name, "--host-cluster-context", e.host.name); err != nil {
+			return err
+		}
+	}
+	if err := e.waitMembersReady(ctx); err != nil {
+		return err
+	}
+	if err := e.waitTypesRunning(ctx, "namespaces", "deployments.apps", "configmaps"); err != nil {
+		return err
+	}
+	return e.prepareNamespaces(ctx)
+}
+
+func (e *env) kubefedConfig() *corev1beta1.KubeFedConfig {
+	gate := corev1beta1.Enabled
+	if !e.o.statusCollection {
+		gate = corev1beta1.Disabled
+	}
+	return &corev1beta1.KubeFedConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: corev1beta1.KubeFedConfigName, Namespace: kubefedNS},
+		Spec: corev1beta1.KubeFedConfigSpec{
+			Scope: corev1beta1.ClusterScoped,
+			SyncController: &corev1beta1.SyncControllerConfig{
+				MaxConcurrentReconciles: ptr.To(int64(e.o.syncWorkers)),
+			},
+			FeatureGates: []corev1beta1.FeatureGatesConfig{
+				{Name: corev1beta1.RawResourceStatusCollection, Configuration: gate},
+			},
+		},
+	}
+}
+
+// applyDefaultTypes creates the FederatedTypeConfigs of config/default-types.
+func (e *env) applyDefaultTypes(ctx context.Context) error {
+	files, err := filepath.Glob(filepath.Join(e.root, "config", "default-types", "*.yaml"))
+	if err != nil {
+		return err
+	}
+	sort.Strings(files)
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+		for {
+			ftc := &corev1beta1.FederatedTypeConfig{}
+			if err := dec.Decode(ftc); err != nil {
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				return fmt.Errorf("decode %s: %w", file, err)
+			}
+			if ftc.Name == "" {
+				continue
+			}
+			if err := e.host.client.Create(ctx, ftc); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("create FederatedTypeConfig %s: %w", ftc.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+func (e *env) kubefedctl(ctx context.Context, args ...string) error {
+	full := append([]string{"--kubeconfig", e.fed.KubeconfigPath}, args...)
+	cmd := exec.CommandContext(ctx, filepath.Join(e.root, "bin", "kubefedctl"), full...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("kubefedctl %s: %w: %s", strings.Join(args, " "), err, out.String())
+	}
+	return nil
+}
+
+// waitFor polls a setup condition; the scenarios themselves never poll.
+func waitFor(ctx context.Context, what string, timeout time.Duration, cond func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	var last error
+	for {
+		ok, err := cond()
+		if ok {
+			return nil
+		}
+		last = err
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out after %s waiting for %s (last error: %v)", timeout, what, last)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func (e *env) waitMembersReady(ctx context.Context) error {
+	return waitFor(ctx, "every member Ready", 2*time.Minute, func() (bool, error) {
+		for _, m := range e.members {
+			kfc := &corev1beta1.KubeFedCluster{}
+			if err := e.host.client.Get(ctx, client.ObjectKey{Namespace: kubefedNS, Name: m.name}, kfc); err != nil {
+				return false, err
+			}
+			ready := false
+			for _, c := range kfc.Status.Conditions {
+				if c.Type == corev1beta1.ClusterReady && c.Status == corev1.ConditionTrue {
+					ready = true
+				}
+			}
+			if !ready {
+				return false, fmt.Errorf("%s not Ready", m.name)
+			}
+		}
+		return true, nil
+	})
+}
+
+func (e *env) waitTypesRunning(ctx context.Context, names ...string) error {
+	return waitFor(ctx, "federated types running", 2*time.Minute, func() (bool, error) {
+		for _, name := range names {
+			ftc := &corev1beta1.FederatedTypeConfig{}
+			if err := e.host.client.Get(ctx, client.ObjectKey{Namespace: kubefedNS, Name: name}, ftc); err != nil {
+				return false, err
+			}
+			if ftc.Status.PropagationController != corev1beta1.ControllerStatusRunning {
+				return false, fmt.Errorf("FederatedTypeConfig %s: propagation %q", name, ftc.Status.PropagationController)
+			}
+		}
+		return true, nil
+	})
+}
+
+// prepareNamespaces federates the bench namespace to every member and
+// creates the physical-limit namespace directly in each.
+func (e *env) prepareNamespaces(ctx context.Context) error {
+	if err := framework.EnsureNamespace(ctx, e.host.client, benchNS); err != nil {
+		return err
+	}
+	fns := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "types.kubefed.io/v1beta1",
+		"kind":       "FederatedNamespace",
+		"metadata":   map[string]any{"name": benchNS, "namespace": benchNS},
+		"spec":       map[string]any{"placement": map[string]any{"clusterSelector": map[string]any{}}},
+	}}
+	if err := e.host.client.Create(ctx, fns); err != nil {
+		return fmt.Errorf("create FederatedNamespace: %w", err)
+	}
+	for _, m := range e.members {
+		if err := framework.EnsureNamespace(ctx, m.client, directNS); err != nil {
+			return err
+		}
+	}
+	return waitFor(ctx, "the bench namespace in every member", 2*time.Minute, func() (bool, error) {
+		for _, m := range e.members {
+			if _, err := m.kube.CoreV1().Namespaces().Get(ctx, benchNS, metav1.GetOptions{}); err != nil {
+				return false, fmt.Errorf("%s: %w", m.name, err)
+			}
+		}
+		return true, nil
+	})
+}
+
+func (e *env) memberNames() []string {
+	names := make([]string, len(e.members))
+	for i, m := range e.members {
+		names[i] = m.name
+	}
+	return names
+}
+
+func (e *env) tearDown() {
+	if e.cm != nil {
+		_ = e.cm.Stop()
+	}
+	if e.fed != nil {
+		if err := e.fed.Stop(); err != nil {
+			logf("stopping clusters: %v", err)
+		}
+	}
+	switch {
+	case e.o.keep:
+		logf("work directory kept: %s", e.workDir)
+	case e.ownsWorkDir:
+		_ = os.RemoveAll(e.workDir)
+	}
+}

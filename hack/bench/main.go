@@ -1,0 +1,144 @@
+// Command bench measures propagation on real local clusters: how fast and
+// at what cost federated objects reach every member, and how that compares
+// with the physical limit of writing the same objects straight into the
+// members with the same client settings. It is a program, not a timed test,
+// so that anyone can rerun it and compare the table with docs/performance.md.
+//
+// It starts a host and -members member clusters (test/localcluster), installs
+// the CRDs and the default FederatedTypeConfigs, creates a KubeFedConfig with
+// the tuning given on the command line, starts bin/controller-manager and
+// joins the members, then runs the scenarios in order:
+//
+//	create (rate)   N FederatedDeployments and N FederatedConfigMaps at -rate objects/s
+//	update          one template field of all 2N, as fast as possible
+//	override        one cluster's override of all 2N; only that cluster may be written
+//	steady          writes during -idle with nothing to do, then across a controller restart
+//	delete          all 2N, until gone from every member and their finalizers released
+//	create (max)    2N new objects as fast as possible
+//	limit create, limit update, limit delete
+//	                the same objects written straight into every member with the
+//	                member client settings of the controller-manager
+//
+// Presence in the members is observed with watches (informers) on every
+// member, never by polling; latency runs from the moment the bench sends a
+// write to the moment a member's watch shows its effect.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// options are the command-line settings of one run.
+type options struct {
+	members          int
+	n                int
+	rate             float64
+	workers          int
+	syncWorkers      int
+	statusCollection bool
+	idle             time.Duration
+	waveTimeout      time.Duration
+	out              string
+	workDir          string
+	keep             bool
+	controllerMgr    string
+	scenarios        map[string]bool
+}
+
+// scenarioFlags are the names -scenarios accepts, in the order they run.
+// update, override, steady and delete work on the objects of create-rate.
+var scenarioFlags = []string{"create-rate", "update", "override", "steady", "delete", "create-max", "limit"}
+
+func parseFlags(args []string) (options, error) {
+	o := options{}
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.IntVar(&o.members, "members", 3, "member clusters to start (1-10); the host is not joined")
+	fs.IntVar(&o.n, "n", 1000, "FederatedDeployments per wave, and as many FederatedConfigMaps")
+	fs.Float64Var(&o.rate, "rate", 20, "federated objects created per second in the fixed-rate create wave")
+	fs.IntVar(&o.workers, "workers", 16, "concurrent requests of the load generator")
+	fs.IntVar(&o.syncWorkers, "sync-workers", 16, "KubeFedConfig syncController.maxConcurrentReconciles")
+	fs.BoolVar(&o.statusCollection, "status-collection", true, "KubeFedConfig feature gate RawResourceStatusCollection")
+	fs.DurationVar(&o.idle, "idle", time.Minute, "idle period of the steady-state scenario")
+	fs.DurationVar(&o.waveTimeout, "wave-timeout", 30*time.Minute, "longest a wave may take before it is reported incomplete")
+	fs.StringVar(&o.out, "out", ".local/bench/results.json", "JSON results file; empty for none")
+	fs.StringVar(&o.workDir, "workdir", "", "directory for the clusters' data; a fresh temporary one when empty")
+	fs.BoolVar(&o.keep, "keep", false, "leave the work directory (logs, etcd data) after the run")
+	fs.StringVar(&o.controllerMgr, "cm-binary", "", "controller-manager binary under test; bin/controller-manager when empty")
+	scenarios := fs.String("scenarios", strings.Join(scenarioFlags, ","),
+		"comma-separated scenarios to run; update, override, steady and delete need create-rate")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	o.scenarios = map[string]bool{}
+	for _, s := range strings.Split(*scenarios, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		if !slices.Contains(scenarioFlags, s) {
+			return o, fmt.Errorf("-scenarios: unknown scenario %q; known: %s", s, strings.Join(scenarioFlags, ","))
+		}
+		o.scenarios[s] = true
+	}
+	switch {
+	case o.members < 1 || o.members > 10:
+		return o, fmt.Errorf("-members must be 1..10, got %d", o.members)
+	case o.n < 1:
+		return o, fmt.Errorf("-n must be positive, got %d", o.n)
+	case o.rate <= 0:
+		return o, fmt.Errorf("-rate must be positive, got %v", o.rate)
+	case o.workers < 1 || o.syncWorkers < 1:
+		return o, errors.New("-workers and -sync-workers must be positive")
+	}
+	return o, nil
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:])
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options) error {
+	env, err := setUp(ctx, o)
+	if env != nil {
+		defer env.tearDown()
+	}
+	if err != nil {
+		return err
+	}
+	report := &report{Machine: describeMachine(), Options: o.summary()}
+	r := &runner{env: env, o: o, report: report}
+	if err := r.runAll(ctx); err != nil {
+		// What was measured is still worth printing.
+		report.Error = err.Error()
+	}
+	report.finish()
+	report.print(os.Stdout)
+	if o.out != "" {
+		if werr := report.writeJSON(o.out); werr != nil {
+			return errors.Join(err, werr)
+		}
+		fmt.Printf("\nresults written to %s\n", o.out)
+	}
+	return err
+}

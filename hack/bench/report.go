@@ -1,0 +1,227 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// latency summarizes durations in milliseconds.
+type latency struct {
+	Count int     `json:"count"`
+	P50   float64 `json:"p50ms"`
+	P90   float64 `json:"p90ms"`
+	P99   float64 `json:"p99ms"`
+	Max   float64 `json:"maxms"`
+}
+
+func summarize(ds []time.Duration) *latency {
+	if len(ds) == 0 {
+		return nil
+	}
+	slices.Sort(ds)
+	q := func(p float64) float64 {
+		// Nearest rank: the smallest value at or above p of the samples.
+		i := int(float64(len(ds))*p+0.999999) - 1
+		i = min(max(i, 0), len(ds)-1)
+		return float64(ds[i].Microseconds()) / 1000
+	}
+	return &latency{Count: len(ds), P50: q(0.50), P90: q(0.90), P99: q(0.99), Max: float64(ds[len(ds)-1].Microseconds()) / 1000}
+}
+
+// result is one scenario's measurements.
+type result struct {
+	Scenario string `json:"scenario"`
+	// Objects are the objects written per wave: federated objects on the
+	// host, or objects per member in the physical-limit scenarios.
+	Objects  int `json:"objects"`
+	Clusters int `json:"clusters"`
+	// RequestedRate is the fixed send rate in objects/s; 0 is as fast as possible.
+	RequestedRate float64 `json:"requestedRate"`
+	SendRate      float64 `json:"sendRate"`
+	// Seconds runs from the first write sent to the last effect seen.
+	Seconds float64 `json:"seconds"`
+	// Throughput is objects×clusters whose effect was seen, per second.
+	Throughput  float64  `json:"objectsClustersPerSecond"`
+	RatioLimit  float64  `json:"ratioToLimit,omitempty"`
+	PerCluster  *latency `json:"latencyPerCluster,omitempty"`
+	AllClusters *latency `json:"latencyAllClusters,omitempty"`
+	Released    *latency `json:"latencyFinalizerReleased,omitempty"`
+	Incomplete  int      `json:"incomplete"`
+	Errors      int      `json:"errors"`
+	// MemberWrites are the writes of copies (deployments, configmaps,
+	// namespaces; not status) each member's apiserver served.
+	MemberWrites map[string]int `json:"memberWrites"`
+	// HostWrites are the controller-manager's writes of federated
+	// objects, status included; the bench's own writes are subtracted.
+	HostWrites int            `json:"hostWrites"`
+	HostEvents int            `json:"hostEvents"`
+	Counters   map[string]int `json:"counters"`
+	Cost       cost           `json:"cost"`
+	Notes      []string       `json:"notes,omitempty"`
+}
+
+type machine struct {
+	CPUs      int    `json:"cpus"`
+	CPUModel  string `json:"cpuModel"`
+	MemoryGiB string `json:"memoryGiB"`
+	Kernel    string `json:"kernel"`
+	Go        string `json:"go"`
+	Date      string `json:"date"`
+}
+
+func describeMachine() machine {
+	m := machine{CPUs: runtime.NumCPU(), Go: runtime.Version(), Date: time.Now().UTC().Format(time.RFC3339)}
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb float64
+		if _, err := fmt.Sscanf(string(data), "MemTotal: %f kB", &kb); err == nil {
+			m.MemoryGiB = fmt.Sprintf("%.1f", kb/(1<<20))
+		}
+	}
+	if data, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(data))
+	}
+	return m
+}
+
+type report struct {
+	Machine           machine           `json:"machine"`
+	Options           map[string]string `json:"options"`
+	ControllerManager string            `json:"controllerManager"`
+	Results           []*result         `json:"results"`
+	Error             string            `json:"error,omitempty"`
+}
+
+func (o options) summary() map[string]string {
+	return map[string]string{
+		"members": fmt.Sprint(o.members), "n": fmt.Sprint(o.n), "rate": fmt.Sprint(o.rate),
+		"workers": fmt.Sprint(o.workers), "syncWorkers": fmt.Sprint(o.syncWorkers),
+		"statusCollection": fmt.Sprint(o.statusCollection), "idle": o.idle.String(),
+	}
+}
+
+func (r *report) add(res *result) { r.Results = append(r.Results, res) }
+
+func (r *report) find(scenario string) *result {
+	for _, res := range r.Results {
+		if res.Scenario == scenario {
+			return res
+		}
+	}
+	return nil
+}
+
+// limitOf pairs each propagation scenario with its physical limit.
+var limitOf = map[string]string{
+	scenarioCreateMax: scenarioLimitCreate,
+	scenarioUpdate:    scenarioLimitUpdate,
+	scenarioDelete:    scenarioLimitDelete,
+}
+
+// finish computes the ratios to the physical limit.
+func (r *report) finish() {
+	for ours, limit := range limitOf {
+		a, b := r.find(ours), r.find(limit)
+		if a != nil && b != nil && b.Throughput > 0 {
+			a.RatioLimit = a.Throughput / b.Throughput
+		}
+	}
+}
+
+func ms(l *latency, pick func(*latency) float64) string {
+	if l == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f", pick(l))
+}
+
+// processColumns order the CPU-by-process table.
+var processColumns = []string{"controller-manager", "host/kube-apiserver", "host/etcd", "host/kube-controller-manager",
+	"members/kube-apiserver", "members/etcd", "members/kube-controller-manager", "bench"}
+
+func (r *report) print(w io.Writer) {
+	fmt.Fprintf(w, "\nmachine: %d CPUs (%s), %s GiB, kernel %s, %s\n", r.Machine.CPUs, r.Machine.CPUModel, r.Machine.MemoryGiB, r.Machine.Kernel, r.Machine.Go)
+	fmt.Fprintf(w, "run: members=%s n=%s rate=%s/s workers=%s syncWorkers=%s statusCollection=%s\n",
+		r.Options["members"], r.Options["n"], r.Options["rate"], r.Options["workers"], r.Options["syncWorkers"], r.Options["statusCollection"])
+	if r.ControllerManager != "" {
+		fmt.Fprintf(w, "controller-manager: %s\n", r.ControllerManager)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\tobj×cl\tsec\tobj×cl/s\tvs limit\tp50 ms\tp90 ms\tp99 ms\tmax ms\tall-members p99\tmember writes\thost writes\tCPU s\tpeak RSS MiB\tmachine busy\t")
+	for _, res := range r.Results {
+		ratio := "-"
+		if res.RatioLimit > 0 {
+			ratio = fmt.Sprintf("%.2f", res.RatioLimit)
+		}
+		tput := "-"
+		if res.Throughput > 0 {
+			tput = fmt.Sprintf("%.0f", res.Throughput)
+		}
+		memberWrites := 0
+		for _, n := range res.MemberWrites {
+			memberWrites += n
+		}
+		pick := func(f func(*latency) float64) string { return ms(res.PerCluster, f) }
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%.1f\t%.0f\t%.0f%%\t\n",
+			res.Scenario, res.Objects*res.Clusters, res.Seconds, tput, ratio,
+			pick(func(l *latency) float64 { return l.P50 }), pick(func(l *latency) float64 { return l.P90 }),
+			pick(func(l *latency) float64 { return l.P99 }), pick(func(l *latency) float64 { return l.Max }),
+			ms(res.AllClusters, func(l *latency) float64 { return l.P99 }),
+			memberWrites, res.HostWrites, res.Cost.CPUSeconds, res.Cost.PeakRSSMiB, 100*res.Cost.MachineBusy)
+	}
+	_ = tw.Flush()
+
+	fmt.Fprintln(w, "\nCPU seconds by process (members summed):")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "scenario\t")
+	for _, p := range processColumns {
+		fmt.Fprintf(tw, "%s\t", p)
+	}
+	fmt.Fprintln(tw)
+	for _, res := range r.Results {
+		fmt.Fprintf(tw, "%s\t", res.Scenario)
+		for _, p := range processColumns {
+			fmt.Fprintf(tw, "%.1f\t", res.Cost.ByProcess[p])
+		}
+		fmt.Fprintln(tw)
+	}
+	_ = tw.Flush()
+	for _, res := range r.Results {
+		for _, n := range res.Notes {
+			fmt.Fprintf(w, "%s: %s\n", res.Scenario, n)
+		}
+		if res.Incomplete > 0 || res.Errors > 0 {
+			fmt.Fprintf(w, "%s: %d expected effects not seen, %d failed writes\n", res.Scenario, res.Incomplete, res.Errors)
+		}
+	}
+	if r.Error != "" {
+		fmt.Fprintf(w, "\nthe run stopped early: %s\n", r.Error)
+	}
+}
+
+func (r *report) writeJSON(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
