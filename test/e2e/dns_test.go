@@ -432,11 +432,18 @@ var _ = Describe("Multi-cluster DNS", Ordered, func() {
 		ep := &dnsv1alpha1.DNSEndpoint{}
 		Expect(fw.Host.Client.Get(ctx, client.ObjectKey{Namespace: dnsNS, Name: "service-" + svcName}, ep)).To(Succeed())
 		Expect(metav1.IsControlledBy(ep, record(ctx, svcName))).To(BeTrue(), "the DNSEndpoint is controlled by its record")
-		// ExternalDNS read it.
-		Eventually(func() int64 {
-			_ = fw.Host.Client.Get(ctx, client.ObjectKey{Namespace: dnsNS, Name: "service-" + svcName}, ep)
-			return ep.Status.ObservedGeneration
-		}).WithTimeout(dnsTimeout).Should(Equal(ep.Generation))
+		// ExternalDNS read its latest generation (the controller may have
+		// written it again since, as member status arrived).
+		Eventually(func() string {
+			latest := &dnsv1alpha1.DNSEndpoint{}
+			if err := fw.Host.Client.Get(ctx, client.ObjectKey{Namespace: dnsNS, Name: "service-" + svcName}, latest); err != nil {
+				return err.Error()
+			}
+			if latest.Status.ObservedGeneration != latest.Generation {
+				return fmt.Sprintf("ExternalDNS observed generation %d of %d", latest.Status.ObservedGeneration, latest.Generation)
+			}
+			return ""
+		}).WithTimeout(dnsTimeout).Should(BeEmpty())
 
 		Eventually(answers(ctx, names.global)).WithTimeout(dnsTimeout).WithPolling(time.Second).
 			Should(Equal([]string{dnsIP1, dnsIP2}))
