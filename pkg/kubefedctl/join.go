@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
@@ -493,8 +494,16 @@ func (j *joiner) planTokenSecret(ctx context.Context) (*step, error) {
 		}
 		return nil
 	}
+	// replace swaps a token Secret that no longer serves for a new one.
+	replace := func(ctx context.Context, uid types.UID) error {
+		err := secrets.Delete(ctx, ref.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("replace %s in %s: delete: %w", ref, j.mem.context, err)
+		}
+		return createSecret(ctx)
+	}
 	wait := func(ctx context.Context) error {
-		token, err := j.waitForAcceptedToken(ctx, ref, createSecret)
+		token, err := j.waitForAcceptedToken(ctx, ref, createSecret, replace)
 		j.token = token
 		return err
 	}
@@ -525,14 +534,12 @@ func (j *joiner) planTokenSecret(ctx context.Context) (*step, error) {
 		return nil, fmt.Errorf("get ServiceAccount %s/%s in %s: %w", j.reg.namespace, j.reg.serviceAccountName(), j.mem.context, err)
 	}
 	if !tokenSecretUsable(live, sa, j.reg) {
-		uid := live.UID
 		s.action = actionConfigured
 		s.run = func(ctx context.Context, s *step) error {
-			err := secrets.Delete(ctx, ref.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-			if err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("replace %s in %s: delete: %w", ref, j.mem.context, err)
+			if err := replace(ctx, live.UID); err != nil {
+				return err
 			}
-			return create(ctx, s)
+			return wait(ctx)
 		}
 		return s, nil
 	}
@@ -557,8 +564,8 @@ func (j *joiner) planTokenSecret(ctx context.Context) (*step, error) {
 // a quick re-join, or while it catches up after an API server restart)
 // issues a token bound to the old account's UID that never authenticates;
 // such a Secret is replaced. Everything happens within --token-wait.
-func (j *joiner) waitForAcceptedToken(ctx context.Context, ref objectRef, createSecret func(context.Context) error) (*corev1.Secret, error) {
-	secrets := j.mem.kube.CoreV1().Secrets(ref.Namespace)
+func (j *joiner) waitForAcceptedToken(ctx context.Context, ref objectRef,
+	createSecret func(context.Context) error, replace func(context.Context, types.UID) error) (*corev1.Secret, error) {
 	deadline := time.Now().Add(j.opts.tokenWait)
 	for {
 		token, err := waitForToken(ctx, j.mem, ref, deadline, j.opts.tokenWait, j.opts.pollInterval)
@@ -586,13 +593,9 @@ func (j *joiner) waitForAcceptedToken(ctx context.Context, ref objectRef, create
 		if err != nil && !apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("get ServiceAccount %s/%s in %s: %w", ref.Namespace, j.reg.serviceAccountName(), j.mem.context, err)
 		}
-		if err == nil && token.Annotations[corev1.ServiceAccountUIDKey] != string(sa.UID) {
-			uid := token.UID
-			err := secrets.Delete(ctx, ref.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-				return nil, fmt.Errorf("replace %s in %s, whose token is for a deleted ServiceAccount: delete: %w", ref, j.mem.context, err)
-			}
-			if err := createSecret(ctx); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err == nil && !tokenSecretUsable(token, sa, j.reg) {
+			// Someone else replacing it first is as good.
+			if err := replace(ctx, token.UID); err != nil && !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
 				return nil, err
 			}
 			continue
