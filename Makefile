@@ -64,9 +64,12 @@ test: cluster-tools helm build verify unit integration e2e ## Everything CI runs
 verify: ## Fail when generated files are stale, code is unformatted or vet complains.
 	hack/verify.sh
 
+RACE_PACKAGES := ./controllers/... ./pkg/informermanager/... ./pkg/clusterclient/... ./test/framework/...
+
 .PHONY: unit
-unit: ## Unit tests (no clusters).
+unit: ## Unit tests (no clusters); the packages that start goroutines again under the race detector.
 	go test -count=1 ./...
+	go test -count=1 -race $(RACE_PACKAGES)
 
 .PHONY: integration
 integration: cluster-tools helm build ## Integration tests against real local control planes.

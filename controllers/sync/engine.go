@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -44,8 +45,12 @@ type Options struct {
 	// Scope is the control plane's scope: Namespaced propagates only the
 	// federated objects of Namespace and needs no FederatedNamespace.
 	Scope corev1beta1.Scope
-	// Workers reconcile federated objects concurrently, per type.
+	// Workers plan federated objects and write their status concurrently,
+	// per type.
 	Workers int
+	// ClusterWorkers write to each member concurrently, for every type;
+	// zero means Workers.
+	ClusterWorkers int
 	// AdoptResources lets propagation take over a pre-existing member object.
 	AdoptResources bool
 	// NotReadyClusterDeletionTimeout bounds how long a deletion waits for
@@ -79,6 +84,13 @@ type Engine struct {
 	mu      gosync.RWMutex
 	workers map[string]*typeWorker
 
+	dispatchMu  gosync.Mutex
+	dispatchers map[string]*clusterDispatcher
+
+	// clusterEvents are members whose change is yet to be handed to the
+	// types, off the goroutines of the health probes and informers.
+	clusterEvents workqueue.TypedInterface[string]
+
 	watchOnce         gosync.Once
 	removeReadiness   func()
 	hostKubeSystemUID types.UID
@@ -95,6 +107,9 @@ type memberUID struct {
 func NewEngine(ctx context.Context, o Options) (*Engine, error) {
 	if o.Workers < 1 {
 		o.Workers = 1
+	}
+	if o.ClusterWorkers < 1 {
+		o.ClusterWorkers = o.Workers
 	}
 	if o.ClusterTimeout <= 0 {
 		o.ClusterTimeout = DefaultClusterTimeout
@@ -113,8 +128,10 @@ func NewEngine(ctx context.Context, o Options) (*Engine, error) {
 	return &Engine{
 		opts: o, host: host, kube: kube, events: events,
 		ctx: ctx, cancel: cancel,
-		workers:    map[string]*typeWorker{},
-		memberUIDs: map[string]memberUID{},
+		workers:       map[string]*typeWorker{},
+		dispatchers:   map[string]*clusterDispatcher{},
+		clusterEvents: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: "member-changes"}),
+		memberUIDs:    map[string]memberUID{},
 	}, nil
 }
 
@@ -131,6 +148,14 @@ func (e *Engine) Stop() {
 		e.removeReadiness()
 	}
 	e.cancel()
+	e.clusterEvents.ShutDown()
+	e.dispatchMu.Lock()
+	dispatchers := e.dispatchers
+	e.dispatchers = map[string]*clusterDispatcher{}
+	e.dispatchMu.Unlock()
+	for _, d := range dispatchers {
+		d.stop()
+	}
 	e.events.Shutdown()
 }
 
@@ -187,8 +212,19 @@ func (e *Engine) allWorkers() []*typeWorker {
 // watchClusters re-enqueues the objects a member change affects: a member
 // that became ready or unready, was joined or unjoined, or changed labels.
 func (e *Engine) watchClusters() {
+	go func() {
+		for {
+			name, shutdown := e.clusterEvents.Get()
+			if shutdown {
+				return
+			}
+			e.clusterChanged(name)
+			e.clusterEvents.Done(name)
+		}
+	}()
+	// The tracker calls listeners with the lock its probes take held.
 	e.removeReadiness = e.opts.Readiness.AddListener(cluster.ReadinessListenerFunc(func(name string, _ bool) {
-		e.clusterChanged(name)
+		e.clusterEvents.Add(name)
 	}))
 	inf, err := e.opts.Cache.GetInformer(e.ctx, &corev1beta1.KubeFedCluster{})
 	if err != nil {
@@ -207,7 +243,7 @@ func (e *Engine) watchClusters() {
 	_, _ = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if n := name(obj); n != "" {
-				e.clusterChanged(n)
+				e.clusterEvents.Add(n)
 			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {
@@ -219,15 +255,16 @@ func (e *Engine) watchClusters() {
 			// Of status updates only readiness matters. The cache the
 			// reconciles read readiness from is this informer's, so this
 			// event, not the tracker's, is when they can see the change.
-			if labels.Equals(o.Labels, n.Labels) && n.DeletionTimestamp.Equal(o.DeletionTimestamp) && isReady(o) == isReady(n) {
+			if labels.Equals(o.Labels, n.Labels) && n.DeletionTimestamp.Equal(o.DeletionTimestamp) && o.IsReady() == n.IsReady() {
 				return
 			}
-			e.clusterChanged(n.Name)
+			e.clusterEvents.Add(n.Name)
 		},
 		DeleteFunc: func(obj any) {
 			if n := name(obj); n != "" {
 				e.opts.Members.Remove(n)
-				e.clusterChanged(n)
+				e.removeDispatcher(n)
+				e.clusterEvents.Add(n)
 			}
 		},
 	})
@@ -257,19 +294,9 @@ func (e *Engine) clusterSet() placement.ClusterSet {
 		if !c.DeletionTimestamp.IsZero() {
 			continue
 		}
-		clusters = append(clusters, placement.Cluster{Name: c.Name, Labels: c.Labels, Ready: isReady(c)})
+		clusters = append(clusters, placement.Cluster{Name: c.Name, Labels: c.Labels, Ready: c.IsReady()})
 	}
 	return placement.NewClusterSet(clusters)
-}
-
-// isReady reports whether a KubeFedCluster's Ready condition is True.
-func isReady(c *corev1beta1.KubeFedCluster) bool {
-	for _, cond := range c.Status.Conditions {
-		if cond.Type == corev1beta1.ClusterReady {
-			return cond.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // isHostCluster reports whether a member is the host cluster itself, known

@@ -1,7 +1,10 @@
 package sync
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -31,8 +34,41 @@ var (
 		Name: "kubefed_cluster_dispatch_in_flight",
 		Help: "Writes to a member cluster under way, per cluster.",
 	}, []string{"cluster"})
+
+	// clusterWriteDuration is dispatchDuration per member.
+	clusterWriteDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "kubefed_cluster_write_duration_seconds",
+		Help:    "Time taken by one create, update or delete of a member object, per cluster.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+	}, []string{"cluster", "action"})
+	// clusterWriteErrors counts the writes a member refused or did not answer.
+	clusterWriteErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kubefed_cluster_write_errors_total",
+		Help: "Writes to a member cluster that failed, per cluster, action and reason.",
+	}, []string{"cluster", "action", "reason"})
+	// queueDepth is each member's dispatch queue, for every type.
+	queueDepth = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "kubefed_cluster_dispatch_queue_depth",
+		Help: "Federated objects waiting for a worker of a member cluster's dispatcher, per cluster.",
+	}, []string{"cluster"})
+	// statusWrites counts the status writes to federated objects.
+	statusWrites = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "kubefed_status_writes_total",
+		Help: "Status writes to federated objects.",
+	})
 )
 
+// observeDispatch records one member write's duration and, if it failed, why.
+func observeDispatch(cluster, action string, start time.Time, err error) {
+	d := time.Since(start).Seconds()
+	dispatchDuration.WithLabelValues(action).Observe(d)
+	clusterWriteDuration.WithLabelValues(cluster, action).Observe(d)
+	if err != nil {
+		clusterWriteErrors.WithLabelValues(cluster, action, string(apierrors.ReasonForError(err))).Inc()
+	}
+}
+
 func init() {
-	ctrlmetrics.Registry.MustRegister(reconcileDuration, dispatchDuration, propagationLatency, dispatchInFlight)
+	ctrlmetrics.Registry.MustRegister(reconcileDuration, dispatchDuration, propagationLatency, dispatchInFlight,
+		clusterWriteDuration, clusterWriteErrors, queueDepth, statusWrites)
 }

@@ -19,6 +19,7 @@ import (
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
 	typesv1beta1 "github.com/kubefed-io/kubefed/api/types/v1beta1"
+	"github.com/kubefed-io/kubefed/pkg/jsonvalue"
 	"github.com/kubefed-io/kubefed/pkg/overrides"
 	"github.com/kubefed-io/kubefed/pkg/placement"
 	"github.com/kubefed-io/kubefed/pkg/retention"
@@ -76,7 +77,11 @@ func (w *typeWorker) reconcile(ctx context.Context, key string) (time.Duration, 
 		w.changedMu.Lock()
 		delete(w.changed, key)
 		w.changedMu.Unlock()
-		return w.releaseOrphans(ctx, key)
+		w.statusMu.Lock()
+		delete(w.statusWritten, key)
+		w.statusMu.Unlock()
+		w.planRelease(key)
+		return 0, nil
 	}
 	fed, ok := obj.(*unstructured.Unstructured)
 	if !ok {
@@ -92,7 +97,7 @@ func (w *typeWorker) reconcile(ctx context.Context, key string) (time.Duration, 
 		}
 	}
 	if fed.GetDeletionTimestamp() != nil {
-		return w.delete(ctx, fed)
+		return w.planDeletion(key, fed), nil
 	}
 	if !slices.Contains(fed.GetFinalizers(), corev1beta1.SyncControllerFinalizer) {
 		fed = fed.DeepCopy()
@@ -106,7 +111,7 @@ func (w *typeWorker) reconcile(ctx context.Context, key string) (time.Duration, 
 		}
 		fed = updated
 	}
-	return w.propagate(ctx, fed)
+	return w.plan(key, fed), nil
 }
 
 func (w *typeWorker) hostResource(namespace string) dynamic.ResourceInterface {
@@ -154,41 +159,49 @@ func (w *typeWorker) place(fed *unstructured.Unstructured, set placement.Cluster
 	return set.SelectNamespaced(p, np), "", ""
 }
 
-// propagate makes every member's copy what fed asks for and writes fed's status.
-func (w *typeWorker) propagate(ctx context.Context, fed *unstructured.Unstructured) (time.Duration, error) {
+// plan decides what every member must do for fed and hands each member
+// whose plan changed to its dispatcher. Nothing here waits for a member.
+func (w *typeWorker) plan(key string, fed *unstructured.Unstructured) time.Duration {
 	w.reportTemplateProblems(fed)
 	set := w.e.clusterSet()
 	res, reason, message := w.place(fed, set)
 	if reason == reasonPending {
-		return time.Second, nil
+		return time.Second
 	}
+	st := &objectState{fed: fed, uid: fed.GetUID(), generation: fed.GetGeneration(), clusters: map[string]*clusterEntry{}}
 	if reason != "" {
-		return 0, w.writeStatus(ctx, fed, nil, reason, message)
+		st.reason, st.message = reason, message
+		w.publish(key, st)
+		return 0
+	}
+	now := time.Now()
+	local := func(o outcome) { st.clusters[o.cluster] = &clusterEntry{result: &o} }
+	planned := func(cluster string, p *clusterPlan) {
+		p.fed, p.created = fed, now
+		p.identity = planIdentity(p.action, fed)
+		st.clusters[cluster] = &clusterEntry{plan: p}
 	}
 	byCluster, invalid, opsErr := overrides.PerCluster(fed.Object)
 	placed := make(map[string]bool, len(res.Clusters))
-	var outcomes []outcome
-	var jobs []func() outcome
 	for _, name := range res.Unknown {
-		outcomes = append(outcomes, outcome{cluster: name, listed: true, status: typesv1beta1.ClusterNotFound,
+		local(outcome{cluster: name, listed: true, status: typesv1beta1.ClusterNotFound,
 			message: "spec.placement.clusters names a cluster that is not joined"})
 	}
 	for _, name := range res.Clusters {
 		placed[name] = true
-		c, _ := set.Get(name)
-		if !c.Ready {
-			outcomes = append(outcomes, outcome{cluster: name, listed: true, status: typesv1beta1.ClusterNotReady})
+		if c, _ := set.Get(name); !c.Ready {
+			local(outcome{cluster: name, listed: true, status: typesv1beta1.ClusterNotReady})
 			continue
 		}
-		var err error
-		switch {
-		case opsErr != nil:
-			err = opsErr
-		case invalid[name] != nil:
-			err = invalid[name]
+		err := opsErr
+		if ce := invalid[name]; err == nil && ce != nil {
+			err = ce
 		}
-		ops := byCluster[name]
-		jobs = append(jobs, func() outcome { return w.syncPlaced(ctx, fed, name, ops, err) })
+		if err != nil {
+			local(outcome{cluster: name, listed: true, status: typesv1beta1.ApplyOverridesFailed, message: err.Error()})
+			continue
+		}
+		planned(name, &clusterPlan{action: actionSync, ops: byCluster[name]})
 	}
 	// Copies in members the object is no longer placed on are removed.
 	namespace, name := w.memberName(fed)
@@ -199,67 +212,21 @@ func (w *typeWorker) propagate(ctx context.Context, fed *unstructured.Unstructur
 		if cl, _ := set.Get(c); !cl.Ready {
 			continue
 		}
-		if current := w.cached(c, namespace, name); current != nil {
-			jobs = append(jobs, func() outcome { return w.removeUnplaced(ctx, fed, c, current) })
+		if w.cached(c, namespace, name) != nil {
+			planned(c, &clusterPlan{action: actionRemove})
 		}
 	}
-	outcomes = append(outcomes, runAll(jobs)...)
-	return w.finish(ctx, fed, outcomes)
+	w.publish(key, st)
+	return 0
 }
 
-// runAll runs one job per member concurrently: a slow member never delays
-// the others beyond its own timeout.
-func runAll(jobs []func() outcome) []outcome {
-	out := make([]outcome, len(jobs))
-	if len(jobs) == 1 {
-		out[0] = jobs[0]()
-		return out
+// publish makes st the object's state, dispatches the plans that changed
+// and has the object's status looked at.
+func (w *typeWorker) publish(key string, st *objectState) {
+	for _, cluster := range w.setState(key, st) {
+		w.e.dispatcher(cluster).add(w.name, key)
 	}
-	done := make(chan struct{}, len(jobs))
-	for i, job := range jobs {
-		go func() {
-			out[i] = job()
-			done <- struct{}{}
-		}()
-	}
-	for range jobs {
-		<-done
-	}
-	return out
-}
-
-// finish writes the status the outcomes add up to and says when to look again.
-func (w *typeWorker) finish(ctx context.Context, fed *unstructured.Unstructured, outcomes []outcome) (time.Duration, error) {
-	var requeue time.Duration
-	pending := false
-	for _, o := range outcomes {
-		if o.pending {
-			pending = true
-		}
-		if o.requeue > 0 && (requeue == 0 || o.requeue < requeue) {
-			requeue = o.requeue
-		}
-	}
-	if pending {
-		return requeue, nil
-	}
-	failed, retry := false, false
-	for _, o := range outcomes {
-		failed = failed || o.status != ""
-		retry = retry || retriable(o.status)
-	}
-	if !failed {
-		w.settled(fed)
-	}
-	if err := w.writeStatus(ctx, fed, outcomes, "", ""); err != nil {
-		return 0, err
-	}
-	if retry && requeue == 0 {
-		// A write a member refused or did not answer is tried again with
-		// the queue's backoff, as a member's trouble may pass.
-		return 0, errRetry
-	}
-	return requeue, nil
+	w.statusQueue.Add(key)
 }
 
 // cached returns a member's managed copy from the shared cache, or nil.
@@ -324,36 +291,63 @@ func (w *typeWorker) memberResource(cluster, namespace string) (dynamic.Resource
 	return dyn.Resource(w.gvr).Namespace(namespace), nil
 }
 
-// syncPlaced creates or updates the copy of fed in a member it is placed on.
-func (w *typeWorker) syncPlaced(ctx context.Context, fed *unstructured.Unstructured, cluster string, ops []overrides.Operation, opsErr error) outcome {
-	out := outcome{cluster: cluster, listed: true}
+// execute carries out a member's plan for a federated object and returns
+// the outcome in that member.
+func (w *typeWorker) execute(ctx context.Context, cluster string, p *clusterPlan) outcome {
+	switch p.action {
+	case actionSync:
+		return w.syncPlaced(ctx, cluster, p)
+	case actionRemove:
+		namespace, name := w.memberName(p.fed)
+		current := w.cached(cluster, namespace, name)
+		if current == nil {
+			if ok, o := w.memberCache(cluster); !ok {
+				return o
+			}
+			return outcome{cluster: cluster}
+		}
+		return w.removeUnplaced(ctx, p.fed, cluster, current)
+	case actionDelete:
+		return w.deleteIn(ctx, p.fed, cluster)
+	default:
+		return w.releaseIn(ctx, cluster, p)
+	}
+}
+
+// syncPlaced creates or updates the copy of a federated object in a member
+// it is placed on. The desired object is rendered once per plan: a change
+// of the member's copy alone is checked against the same rendering.
+func (w *typeWorker) syncPlaced(ctx context.Context, cluster string, p *clusterPlan) outcome {
+	fed := p.fed
 	if ok, o := w.memberCache(cluster); !ok {
 		return o
 	}
-	if opsErr != nil {
-		out.status, out.message = typesv1beta1.ApplyOverridesFailed, opsErr.Error()
-		return out
+	if !p.rendered {
+		namespace, name := w.memberName(fed)
+		desired, hash, err := desiredObject(fed.Object, name, namespace, w.target, p.ops)
+		p.rendered, p.desired, p.hash = true, desired, hash
+		if err != nil {
+			o := outcome{cluster: cluster, listed: true, status: typesv1beta1.ComputeResourceFailed, message: err.Error()}
+			var oe *overridesError
+			if errors.As(err, &oe) {
+				o.status = typesv1beta1.ApplyOverridesFailed
+			}
+			p.renderErr = &o
+		}
+	}
+	if p.renderErr != nil {
+		return *p.renderErr
 	}
 	namespace, name := w.memberName(fed)
-	desired, hash, err := desiredObject(fed.Object, name, namespace, w.target, ops)
-	if err != nil {
-		out.status, out.message = typesv1beta1.ComputeResourceFailed, err.Error()
-		var oe *overridesError
-		if errors.As(err, &oe) {
-			out.status = typesv1beta1.ApplyOverridesFailed
-		}
-		return out
-	}
 	current := w.cached(cluster, namespace, name)
 	if current == nil {
-		return w.create(ctx, fed, cluster, desired, hash)
+		return w.create(ctx, fed, cluster, jsonvalue.Copy(p.desired).(map[string]any), p.hash)
 	}
 	if current.GetDeletionTimestamp() != nil {
 		// Someone deletes the copy; it is created again once it is gone.
-		out.status, out.requeue = typesv1beta1.WaitingForRemoval, waitForRemovalRequeue
-		return out
+		return outcome{cluster: cluster, listed: true, status: typesv1beta1.WaitingForRemoval, requeue: waitForRemovalRequeue}
 	}
-	return w.update(ctx, fed, cluster, desired, hash, current, false)
+	return w.update(ctx, fed, cluster, p.desired, p.hash, current, false)
 }
 
 func (w *typeWorker) retainReplicas(fed *unstructured.Unstructured) bool {
@@ -375,7 +369,7 @@ func (w *typeWorker) create(ctx context.Context, fed *unstructured.Unstructured,
 	dispatchInFlight.WithLabelValues(cluster).Inc()
 	defer dispatchInFlight.WithLabelValues(cluster).Dec()
 	created, err := ri.Create(cctx, &unstructured.Unstructured{Object: desired}, metav1.CreateOptions{})
-	dispatchDuration.WithLabelValues("create").Observe(time.Since(start).Seconds())
+	observeDispatch(cluster, "create", start, err)
 	if err == nil {
 		w.observeWrite(fed)
 		w.remember(cluster, fed, hash, created.GetResourceVersion())
@@ -435,6 +429,8 @@ func (w *typeWorker) update(ctx context.Context, fed *unstructured.Unstructured,
 		return out
 	}
 	namespace, name := w.memberName(fed)
+	// The rendering is the plan's, kept for later checks: retain on a copy.
+	desired = jsonvalue.Copy(desired).(map[string]any)
 	if err := retention.Retain(w.target.gk, desired, current.Object, w.retainReplicas(fed)); err != nil {
 		out.status, out.message = typesv1beta1.FieldRetentionFailed, err.Error()
 		return out
@@ -450,7 +446,7 @@ func (w *typeWorker) update(ctx context.Context, fed *unstructured.Unstructured,
 	dispatchInFlight.WithLabelValues(cluster).Inc()
 	defer dispatchInFlight.WithLabelValues(cluster).Dec()
 	updated, err := ri.Update(cctx, &unstructured.Unstructured{Object: desired}, metav1.UpdateOptions{})
-	dispatchDuration.WithLabelValues("update").Observe(time.Since(start).Seconds())
+	observeDispatch(cluster, "update", start, err)
 	if err != nil {
 		if apierrors.IsConflict(err) {
 			// The cache is behind the member; the newer version is on its way.
@@ -523,7 +519,7 @@ func (w *typeWorker) deleteCopy(ctx context.Context, fed *unstructured.Unstructu
 	dispatchInFlight.WithLabelValues(cluster).Inc()
 	defer dispatchInFlight.WithLabelValues(cluster).Dec()
 	err = ri.Delete(cctx, current.GetName(), opts)
-	dispatchDuration.WithLabelValues("delete").Observe(time.Since(start).Seconds())
+	observeDispatch(cluster, "delete", start, err)
 	if err != nil && !apierrors.IsNotFound(err) {
 		out.status, out.message = failure(err, typesv1beta1.DeletionFailed, typesv1beta1.DeletionTimedOut)
 		w.recorder.Eventf(fed, corev1.EventTypeWarning, EventDeleteInCluster+failedSuffix, failedMessageFmt, "delete", w.target.kind, current.GetName(), cluster, err)
@@ -567,21 +563,22 @@ func (w *typeWorker) removeLabel(ctx context.Context, fed *unstructured.Unstruct
 	return out
 }
 
-// delete removes fed's copies from every member, or unlabels them, and then
-// releases fed. Members that are not Ready are waited for up to the
-// configured timeout from the deletion request; past it fed is released
-// and what is left there is reported in an event.
-func (w *typeWorker) delete(ctx context.Context, fed *unstructured.Unstructured) (time.Duration, error) {
+// planDeletion plans the removal of fed's copies from every member, or
+// their unlabelling; the status worker releases fed once they are gone.
+// Members that are not Ready are waited for up to the configured timeout
+// from the deletion request; past it fed is released and what is left there
+// is reported in an event. It returns when to plan again.
+func (w *typeWorker) planDeletion(key string, fed *unstructured.Unstructured) time.Duration {
 	if !slices.Contains(fed.GetFinalizers(), corev1beta1.SyncControllerFinalizer) {
-		return 0, nil
+		w.dropState(key)
+		return 0
 	}
 	set := w.e.clusterSet()
 	deadline := fed.GetDeletionTimestamp().Add(w.e.opts.NotReadyClusterDeletionTimeout)
-	opts, optsErr := deleteOptions(fed)
 	namespace, name := w.memberName(fed)
-	var outcomes []outcome
-	var leftBehind []string
-	var jobs []func() outcome
+	st := &objectState{fed: fed, uid: fed.GetUID(), generation: fed.GetGeneration(), deleting: true, clusters: map[string]*clusterEntry{}}
+	now := time.Now()
+	var requeue time.Duration
 	for _, c := range set.Names() {
 		cl, _ := set.Get(c)
 		if !cl.Ready {
@@ -589,55 +586,51 @@ func (w *typeWorker) delete(ctx context.Context, fed *unstructured.Unstructured)
 				// Never placed there, as far as anyone knows.
 				continue
 			}
-			if time.Now().Before(deadline) {
-				outcomes = append(outcomes, outcome{cluster: c, listed: true, status: typesv1beta1.ClusterNotReady,
-					message: "waiting for the cluster to delete the copy", requeue: time.Until(deadline) + time.Second})
+			if now.Before(deadline) {
+				st.clusters[c] = &clusterEntry{result: &outcome{cluster: c, listed: true, status: typesv1beta1.ClusterNotReady,
+					message: "waiting for the cluster to delete the copy"}}
+				requeue = time.Until(deadline) + time.Second
 			} else {
-				leftBehind = append(leftBehind, c)
+				st.leftBehind = append(st.leftBehind, c)
 			}
 			continue
 		}
-		jobs = append(jobs, func() outcome {
-			if ok, o := w.memberCache(c); !ok {
-				if o.pending {
-					o.pending, o.listed, o.status = false, true, typesv1beta1.WaitingForRemoval
-				}
-				return o
-			}
-			current := w.cached(c, namespace, name)
-			if current == nil {
-				return outcome{cluster: c}
-			}
-			keep, err := w.keepCopy(ctx, fed, c)
-			if err != nil {
-				return outcome{cluster: c, listed: true, status: typesv1beta1.RetrievalFailed, message: err.Error(), requeue: 5 * time.Second}
-			}
-			if keep {
-				return w.removeLabel(ctx, fed, c, current)
-			}
-			if optsErr != nil {
-				return outcome{cluster: c, listed: true, status: typesv1beta1.DeletionFailed, message: optsErr.Error()}
-			}
-			return w.deleteCopy(ctx, fed, c, current, opts)
-		})
+		st.clusters[c] = &clusterEntry{plan: &clusterPlan{action: actionDelete, fed: fed, created: now, identity: planIdentity(actionDelete, fed)}}
 	}
-	outcomes = append(outcomes, runAll(jobs)...)
-	remaining := false
-	var requeue time.Duration
-	for _, o := range outcomes {
-		if o.listed {
-			remaining = true
+	w.publish(key, st)
+	return requeue
+}
+
+// deleteIn removes fed's copy from one member, or unlabels it.
+func (w *typeWorker) deleteIn(ctx context.Context, fed *unstructured.Unstructured, c string) outcome {
+	if ok, o := w.memberCache(c); !ok {
+		if o.pending {
+			o.pending, o.listed, o.status = false, true, typesv1beta1.WaitingForRemoval
 		}
-		if o.requeue > 0 && (requeue == 0 || o.requeue < requeue) {
-			requeue = o.requeue
-		}
+		return o
 	}
-	if remaining {
-		if requeue == 0 {
-			requeue = 10 * time.Second
-		}
-		return requeue, w.writeStatus(ctx, fed, outcomes, "", "")
+	namespace, name := w.memberName(fed)
+	current := w.cached(c, namespace, name)
+	if current == nil {
+		return outcome{cluster: c}
 	}
+	keep, err := w.keepCopy(ctx, fed, c)
+	if err != nil {
+		return outcome{cluster: c, listed: true, status: typesv1beta1.RetrievalFailed, message: err.Error(), requeue: 5 * time.Second}
+	}
+	if keep {
+		return w.removeLabel(ctx, fed, c, current)
+	}
+	opts, err := deleteOptions(fed)
+	if err != nil {
+		return outcome{cluster: c, listed: true, status: typesv1beta1.DeletionFailed, message: err.Error()}
+	}
+	return w.deleteCopy(ctx, fed, c, current, opts)
+}
+
+// releaseFinalizer lets the apiserver delete fed once no member holds a
+// copy of it.
+func (w *typeWorker) releaseFinalizer(ctx context.Context, fed *unstructured.Unstructured, leftBehind []string) error {
 	if len(leftBehind) > 0 {
 		w.recorder.Eventf(fed, corev1.EventTypeWarning, eventDeletionLeftInNotReadyClusters, deletionLeftBehindMessageFmt,
 			w.e.opts.NotReadyClusterDeletionTimeout, strings.Join(leftBehind, ", "))
@@ -645,39 +638,53 @@ func (w *typeWorker) delete(ctx context.Context, fed *unstructured.Unstructured)
 	obj := fed.DeepCopy()
 	obj.SetFinalizers(slices.DeleteFunc(obj.GetFinalizers(), func(f string) bool { return f == corev1beta1.SyncControllerFinalizer }))
 	if _, err := w.hostResource(obj.GetNamespace()).Update(ctx, obj, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return 0, fmt.Errorf("remove finalizer: %w", err)
+		if apierrors.IsConflict(err) {
+			// The cache is behind; the object's next event plans again.
+			w.queue.Add(objectKey(fed))
+			return nil
+		}
+		return fmt.Errorf("remove finalizer: %w", err)
 	}
 	w.settled(fed)
-	return 0, nil
+	return nil
 }
 
-// releaseOrphans unlabels the member copies of a federated object that no
-// longer exists: they are kept, but no longer managed.
-func (w *typeWorker) releaseOrphans(ctx context.Context, key string) (time.Duration, error) {
+// planRelease plans the unlabelling of the member copies of a federated
+// object that no longer exists: they are kept, but no longer managed.
+func (w *typeWorker) planRelease(key string) {
 	namespace, name, err := toolscache.SplitMetaNamespaceKey(key)
 	if err != nil {
-		return 0, nil
+		return
 	}
 	if w.isNamespaces() {
 		namespace = ""
 	}
 	if w.e.opts.Scope == corev1beta1.NamespaceScoped && namespace != w.e.opts.Namespace {
-		return 0, nil
+		return
 	}
-	var jobs []func() outcome
+	st := &objectState{clusters: map[string]*clusterEntry{}}
+	now := time.Now()
 	for _, c := range w.e.opts.Readiness.ReadyClusters() {
-		current := w.cached(c, namespace, name)
-		if current == nil {
+		if w.cached(c, namespace, name) == nil {
 			continue
 		}
-		jobs = append(jobs, func() outcome { return w.removeLabel(ctx, nil, c, current) })
+		st.clusters[c] = &clusterEntry{plan: &clusterPlan{action: actionRelease, created: now, identity: planIdentity(actionRelease, nil),
+			namespace: namespace, name: name}}
 	}
-	for _, o := range runAll(jobs) {
-		if o.listed {
-			return time.Second, fmt.Errorf("release orphaned %s %s in cluster %s: %s", w.target.kind, key, o.cluster, o.message)
-		}
+	if len(st.clusters) == 0 {
+		w.dropState(key)
+		return
 	}
-	return 0, nil
+	w.publish(key, st)
+}
+
+// releaseIn unlabels the copy of a federated object that no longer exists.
+func (w *typeWorker) releaseIn(ctx context.Context, cluster string, p *clusterPlan) outcome {
+	current := w.cached(cluster, p.namespace, p.name)
+	if current == nil {
+		return outcome{cluster: cluster}
+	}
+	return w.removeLabel(ctx, nil, cluster, current)
 }
 
 // listsCluster reports whether a federated object's status lists a cluster.
@@ -705,10 +712,6 @@ func deleteOptions(fed *unstructured.Unstructured) (metav1.DeleteOptions, error)
 	}
 	return opts, nil
 }
-
-// errRetry asks for the object to be reconciled again with backoff,
-// without logging an error: its status already says what failed.
-var errRetry = errors.New("retry member writes")
 
 // retriable reports whether a status value may clear by itself: member
 // trouble rather than bad input, which only a change of the object fixes,

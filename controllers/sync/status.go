@@ -8,8 +8,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 
 	typesv1beta1 "github.com/kubefed-io/kubefed/api/types/v1beta1"
 	"github.com/kubefed-io/kubefed/pkg/jsonvalue"
@@ -107,9 +110,115 @@ func sameJSON(a, b any) bool {
 	return err1 == nil && err2 == nil && string(ja) == string(jb)
 }
 
-// writeStatus writes fed's status when it changed.
-func (w *typeWorker) writeStatus(ctx context.Context, fed *unstructured.Unstructured, outcomes []outcome, reason, message string) error {
+// statusRecord is the status this engine last wrote to an object: the
+// host cache may not show it yet, and comparing with the cache alone would
+// write it again.
+type statusRecord struct {
+	status map[string]any
+	// before and after are the object's resourceVersions around the write.
+	before, after string
+}
+
+// syncStatus writes the status a federated object's members add up to,
+// once the members of its latest plans answered (or statusHold passed),
+// and releases an object being deleted once no member holds a copy.
+func (w *typeWorker) syncStatus(ctx context.Context, key string) (time.Duration, error) {
+	w.stateMu.Lock()
+	st := w.states[key]
+	var v statusView
+	released := false
+	if st != nil {
+		v = st.view(time.Now())
+		released = st.released()
+	}
+	w.stateMu.Unlock()
+	if st == nil {
+		return 0, nil
+	}
+	obj, exists, err := w.informer.GetIndexer().GetByKey(key)
+	if err != nil {
+		return 0, err
+	}
+	if st.fed == nil {
+		// Copies of an object that is gone: forget them once released.
+		if !exists && released {
+			w.dropStateIf(key, st)
+		}
+		return v.wait, nil
+	}
+	fed, ok := obj.(*unstructured.Unstructured)
+	if !exists || !ok || fed.GetUID() != st.uid || fed.GetGeneration() != st.generation {
+		// The object changed or went away; its reconcile plans again.
+		return 0, nil
+	}
+	if st.reason != "" {
+		return 0, w.writeStatus(ctx, key, fed, nil, st.reason, st.message)
+	}
+	if v.pending {
+		return 0, nil
+	}
+	if v.wait > 0 {
+		return v.wait, nil
+	}
+	if st.deleting {
+		if anyListed(v.outcomes) {
+			return 0, w.writeStatus(ctx, key, fed, v.outcomes, "", "")
+		}
+		return 0, w.releaseFinalizer(ctx, fed, st.leftBehind)
+	}
+	failed := false
+	for _, o := range v.outcomes {
+		failed = failed || o.status != ""
+	}
+	if !failed {
+		w.settled(fed)
+	}
+	return 0, w.writeStatus(ctx, key, fed, v.outcomes, "", "")
+}
+
+func anyListed(outcomes []outcome) bool {
+	for _, o := range outcomes {
+		if o.listed {
+			return true
+		}
+	}
+	return false
+}
+
+// dropStateIf forgets an object's state if it is still st.
+func (w *typeWorker) dropStateIf(key string, st *objectState) {
+	w.stateMu.Lock()
+	if w.states[key] == st {
+		delete(w.states, key)
+	}
+	w.stateMu.Unlock()
+}
+
+// cacheBehind reports whether a cached object at resourceVersion rv is older
+// than our status write rec. Resource versions of one resource compare as
+// integers (apimachinery's resourceversion package); where one does not,
+// only the version our write started from counts as behind.
+func cacheBehind(rv string, rec statusRecord) bool {
+	if c, err := resourceversion.CompareResourceVersion(rv, rec.after); err == nil {
+		return c < 0
+	}
+	return rv == rec.before
+}
+
+// writeStatus writes fed's status when it changed. It is a merge patch of
+// the status alone, guarded by the object's UID: the status worker is the
+// only writer of an object's status at a time and writes all of it, so a
+// resourceVersion precondition would only add conflicts with our own
+// finalizer and the users' spec writes.
+func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructured.Unstructured, outcomes []outcome, reason, message string) error {
 	old, _ := fed.Object["status"].(map[string]any)
+	w.statusMu.Lock()
+	rec, ok := w.statusWritten[key]
+	w.statusMu.Unlock()
+	if ok && cacheBehind(fed.GetResourceVersion(), rec) {
+		// The cache does not show our last write yet.
+		old = rec.status
+	}
 	status := buildStatus(old, fed.GetGeneration(), outcomes, reason, message, time.Now())
 	if sameJSON(old, status) {
 		return nil
@@ -120,12 +229,35 @@ func (w *typeWorker) writeStatus(ctx context.Context, fed *unstructured.Unstruct
 	if log := w.log.V(1); log.Enabled() {
 		was, _ := json.Marshal(old)
 		now, _ := json.Marshal(status)
-		log.Info("writing status", "federatedObject", objectKey(fed), "old", string(was), "new", string(now))
+		log.Info("writing status", "federatedObject", key, "old", string(was), "new", string(now))
 	}
-	obj := fed.DeepCopy()
-	obj.Object["status"] = status
-	if _, err := w.hostResource(obj.GetNamespace()).UpdateStatus(ctx, obj, metav1.UpdateOptions{}); err != nil {
+	patch := map[string]any{}
+	for k, v := range status {
+		patch[k] = v
+	}
+	for k := range old {
+		if _, ok := status[k]; !ok {
+			patch[k] = nil
+		}
+	}
+	body, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"uid": string(fed.GetUID())},
+		"status":   patch,
+	})
+	if err != nil {
+		return err
+	}
+	updated, err := w.hostResource(fed.GetNamespace()).Patch(ctx, fed.GetName(), types.MergePatchType, body, metav1.PatchOptions{}, "status")
+	statusWrites.Inc()
+	if err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) || apierrors.IsConflict(err) {
+			// Deleted, or replaced by an object of the same name.
+			return nil
+		}
 		return fmt.Errorf("write status: %w", err)
 	}
+	w.statusMu.Lock()
+	w.statusWritten[key] = statusRecord{status: status, before: fed.GetResourceVersion(), after: updated.GetResourceVersion()}
+	w.statusMu.Unlock()
 	return nil
 }

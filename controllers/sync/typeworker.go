@@ -43,7 +43,17 @@ type typeWorker struct {
 	collectStatus bool
 
 	informer toolscache.SharedIndexInformer
-	queue    workqueue.TypedRateLimitingInterface[string]
+	// queue holds the objects to plan; statusQueue the objects whose
+	// members' outcomes changed, to write their status.
+	queue       workqueue.TypedRateLimitingInterface[string]
+	statusQueue workqueue.TypedRateLimitingInterface[string]
+
+	// states are the plans and outcomes of every object, per member.
+	stateMu gosync.Mutex
+	states  map[string]*objectState
+
+	statusMu      gosync.Mutex
+	statusWritten map[string]statusRecord
 
 	cancel      context.CancelFunc
 	done        gosync.WaitGroup
@@ -100,6 +110,8 @@ func newTypeWorker(e *Engine, ftc *corev1beta1.FederatedTypeConfig) (*typeWorker
 		written:       map[writeKey]writeRecord{},
 		unsynced:      map[string]time.Time{},
 		changed:       map[string]changeSeen{},
+		states:        map[string]*objectState{},
+		statusWritten: map[string]statusRecord{},
 	}
 	// The informer and queue exist before the worker is published, so
 	// that other types' workers may read them without synchronization.
@@ -118,6 +130,9 @@ func newTypeWorker(e *Engine, ftc *corev1beta1.FederatedTypeConfig) (*typeWorker
 	w.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, time.Minute),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: w.name})
+	w.statusQueue = workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, time.Minute),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: w.name + "-status"})
 	_, _ = w.informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			w.noteChange(obj)
@@ -216,17 +231,20 @@ func (w *typeWorker) start(parent context.Context) {
 		}
 		w.unsubscribe = w.e.opts.Members.Subscribe(w.gvr, w.memberEvent)
 		for range w.e.opts.Workers {
-			w.done.Add(1)
-			go func() {
-				defer w.done.Done()
+			w.done.Go(func() {
 				for w.processNext(ctx) {
 				}
-			}()
+			})
+			w.done.Go(func() {
+				for w.processStatus(ctx) {
+				}
+			})
 		}
 	}()
 	go func() {
 		<-ctx.Done()
 		w.queue.ShutDown()
+		w.statusQueue.ShutDown()
 	}()
 }
 
@@ -237,6 +255,7 @@ func (w *typeWorker) stop() {
 	}
 	w.cancel()
 	w.queue.ShutDown()
+	w.statusQueue.ShutDown()
 	w.done.Wait()
 	if w.unsubscribe != nil {
 		w.unsubscribe()
@@ -304,24 +323,38 @@ func (w *typeWorker) memberKey(obj *unstructured.Unstructured) string {
 	return obj.GetNamespace() + "/" + obj.GetName()
 }
 
-// memberEvent enqueues the federated object of a member object that
-// changed. A change of status alone is coalesced, and ignored when status
-// is not collected.
+// memberEvent hands a change of a member's copy to that member's
+// dispatcher, which checks the copy against the plan it already has; only
+// a copy without a plan (an orphan, or one seen before its object was
+// planned) has its federated object planned. A change of status alone is
+// coalesced, and ignored when status is not collected.
 func (w *typeWorker) memberEvent(ev informermanager.Event) {
 	key := w.memberKey(ev.Object)
+	statusOnly := false
 	if ev.Type == informermanager.Updated && ev.OldObject != nil {
 		o, n := ev.OldObject, ev.Object
-		if o.GetGeneration() != 0 && o.GetGeneration() == n.GetGeneration() &&
+		statusOnly = o.GetGeneration() != 0 && o.GetGeneration() == n.GetGeneration() &&
 			reflect.DeepEqual(o.GetLabels(), n.GetLabels()) &&
 			reflect.DeepEqual(o.GetAnnotations(), n.GetAnnotations()) &&
-			n.GetDeletionTimestamp().Equal(o.GetDeletionTimestamp()) {
-			if w.collectStatus {
-				w.queue.AddAfter(key, statusCoalesceDelay)
-			}
+			n.GetDeletionTimestamp().Equal(o.GetDeletionTimestamp())
+		if statusOnly && !w.collectStatus {
 			return
 		}
 	}
-	w.queue.Add(key)
+	if w.planFor(key, ev.Cluster) == nil {
+		if statusOnly {
+			w.queue.AddAfter(key, statusCoalesceDelay)
+		} else {
+			w.queue.Add(key)
+		}
+		return
+	}
+	d := w.e.dispatcher(ev.Cluster)
+	if statusOnly {
+		d.addAfter(w.name, key, statusCoalesceDelay)
+		return
+	}
+	d.add(w.name, key)
 }
 
 // enqueueForCluster enqueues the objects a change of the named member
@@ -397,19 +430,34 @@ func (w *typeWorker) processNext(ctx context.Context) bool {
 	start := time.Now()
 	requeue, err := w.reconcile(ctx, key)
 	reconcileDuration.Observe(time.Since(start).Seconds())
+	w.settle(w.queue, key, requeue, err, "reconcile")
+	return true
+}
+
+func (w *typeWorker) processStatus(ctx context.Context) bool {
+	key, shutdown := w.statusQueue.Get()
+	if shutdown {
+		return false
+	}
+	defer w.statusQueue.Done(key)
+	requeue, err := w.syncStatus(ctx, key)
+	w.settle(w.statusQueue, key, requeue, err, "status")
+	return true
+}
+
+// settle requeues key after a reconcile or status write: with backoff
+// after an error, after requeue when asked to.
+func (w *typeWorker) settle(q workqueue.TypedRateLimitingInterface[string], key string, requeue time.Duration, err error, what string) {
 	switch {
-	case errors.Is(err, errRetry):
-		w.queue.AddRateLimited(key)
 	case err != nil:
 		if !errors.Is(err, context.Canceled) {
-			w.log.V(1).Info("reconcile failed; retrying", "federatedObject", key, "error", err.Error())
+			w.log.V(1).Info(what+" failed; retrying", "federatedObject", key, "error", err.Error())
 		}
-		w.queue.AddRateLimited(key)
+		q.AddRateLimited(key)
 	case requeue > 0:
-		w.queue.Forget(key)
-		w.queue.AddAfter(key, requeue)
+		q.Forget(key)
+		q.AddAfter(key, requeue)
 	default:
-		w.queue.Forget(key)
+		q.Forget(key)
 	}
-	return true
 }

@@ -132,17 +132,6 @@ func clusterList(clusters []corev1beta1.KubeFedCluster) map[string]any {
 	return map[string]any{"apiVersion": "v1", "kind": "List", "items": items, "metadata": map[string]any{}}
 }
 
-// readyCondition returns the cluster's Ready condition, nil before the
-// first health check.
-func readyCondition(c *corev1beta1.KubeFedCluster) *corev1beta1.ClusterCondition {
-	for i := range c.Status.Conditions {
-		if c.Status.Conditions[i].Type == corev1beta1.ClusterReady {
-			return &c.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
 func printClusterTable(out io.Writer, clusters []corev1beta1.KubeFedCluster, now time.Time, wide bool) error {
 	tw := tabwriter.NewWriter(out, 0, 8, 3, ' ', 0)
 	header := []string{"NAME", "READY", "VERSION", "NODES", "ZONES", "REGION", "AGE"}
@@ -153,7 +142,7 @@ func printClusterTable(out io.Writer, clusters []corev1beta1.KubeFedCluster, now
 	for i := range clusters {
 		c := &clusters[i]
 		ready, reason, message := string(corev1.ConditionUnknown), "", ""
-		if cond := readyCondition(c); cond != nil {
+		if cond := c.ReadyCondition(); cond != nil {
 			ready = string(cond.Status)
 			reason, message = ptr.Deref(cond.Reason, ""), ptr.Deref(cond.Message, "")
 		}

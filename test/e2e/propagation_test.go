@@ -82,32 +82,7 @@ func fedGet(ctx context.Context, kind, namespace, name string) *unstructured.Uns
 
 // propagationState renders a federated object's Propagation condition and
 // per-cluster statuses, e.g. "True| member1 member2=ClusterNotReady".
-func propagationState(u *unstructured.Unstructured) string {
-	if u == nil {
-		return "absent"
-	}
-	var b strings.Builder
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		m := c.(map[string]any)
-		if m["type"] == "Propagation" {
-			fmt.Fprintf(&b, "%v", m["status"])
-			if r, ok := m["reason"].(string); ok && r != "" {
-				fmt.Fprintf(&b, "/%s", r)
-			}
-		}
-	}
-	b.WriteString("|")
-	clusters, _, _ := unstructured.NestedSlice(u.Object, "status", "clusters")
-	for _, c := range clusters {
-		m := c.(map[string]any)
-		b.WriteString(" " + m["name"].(string))
-		if s, ok := m["status"].(string); ok && s != "" {
-			b.WriteString("=" + s)
-		}
-	}
-	return b.String()
-}
+func propagationState(u *unstructured.Unstructured) string { return framework.PropagationState(u) }
 
 // writeCount sums the apiserver's counters of writes to resource, and to
 // its status subresource too when withStatus is set.
@@ -135,6 +110,77 @@ func writeCount(ctx context.Context, c *framework.Cluster, resource string, with
 		total += int(n)
 	}
 	return total
+}
+
+// startFederation runs a controller-manager with cfg as the KubeFedConfig,
+// joins every cluster, waits for the namespaces, deployments and configmaps
+// types to run, and creates namespace on the host. *cm is the running
+// controller-manager (specs may replace it); cleanups deleting the
+// namespace's federated objects, unjoining and stopping *cm are deferred.
+// It returns the controller-manager's directory.
+func startFederation(ctx context.Context, cfg *corev1beta1.KubeFedConfig, namespace string, cm **framework.ControllerManager) string {
+	GinkgoHelper()
+	Expect(framework.EnsureNamespace(ctx, fw.Host.Client, kubefedNS)).To(Succeed())
+	Expect(client.IgnoreNotFound(fw.Host.Client.Delete(ctx, &corev1beta1.KubeFedConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: corev1beta1.KubeFedConfigName, Namespace: kubefedNS}}))).To(Succeed())
+	Eventually(gone(ctx, fw.Host.Client, &corev1beta1.KubeFedConfig{}, client.ObjectKeyFromObject(cfg))).Should(BeTrue())
+	Expect(fw.Host.Client.Create(ctx, cfg)).To(Succeed())
+	DeferCleanup(func(ctx context.Context) error { return client.IgnoreNotFound(fw.Host.Client.Delete(ctx, cfg)) })
+
+	_, err := fw.Kubectl(ctx, fw.Host.Name, "apply", "--server-side", "-f", filepath.Join(fw.RepoRoot, "config", "default-types"))
+	Expect(err).NotTo(HaveOccurred())
+
+	cmDir := filepath.Join(GinkgoT().TempDir(), "cm")
+	*cm, err = fw.StartControllerManager(ctx, cmDir, "--zap-log-level=debug")
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() error { return (*cm).Stop() })
+
+	var joinedHere []*framework.Cluster
+	for _, c := range fw.Clusters() {
+		existed := fw.Host.Client.Get(ctx, client.ObjectKey{Namespace: kubefedNS, Name: c.Name}, &corev1beta1.KubeFedCluster{}) == nil
+		_, _, err := fw.Kubefedctl(ctx, "join", c.Name, "--cluster-context", c.Name, "--host-cluster-context", fw.Host.Name, "--error-on-existing=false")
+		Expect(err).NotTo(HaveOccurred())
+		if !existed {
+			joinedHere = append(joinedHere, c)
+		}
+	}
+	DeferCleanup(func(ctx context.Context) {
+		for _, c := range joinedHere {
+			_, _, err := fw.Kubefedctl(ctx, "unjoin", c.Name, "--cluster-context", c.Name, "--host-cluster-context", fw.Host.Name)
+			Expect(err).NotTo(HaveOccurred())
+		}
+	})
+	for _, c := range fw.Clusters() {
+		waitReady(ctx, c.Name, 60*time.Second)
+	}
+	for _, name := range []string{"namespaces", "deployments.apps", "configmaps"} {
+		Eventually(func() corev1beta1.ControllerStatus {
+			f := &corev1beta1.FederatedTypeConfig{}
+			if err := fw.Host.Client.Get(ctx, client.ObjectKey{Namespace: kubefedNS, Name: name}, f); err != nil {
+				return ""
+			}
+			return f.Status.PropagationController
+		}).WithTimeout(30*time.Second).Should(Equal(corev1beta1.ControllerStatusRunning), name)
+	}
+	Expect(framework.EnsureNamespace(ctx, fw.Host.Client, namespace)).To(Succeed())
+	DeferCleanup(func(ctx context.Context) {
+		// Federated objects first, while the controller-manager still
+		// releases their finalizers.
+		for _, kind := range []string{"Deployment", "ConfigMap", "Secret", "Service", "ServiceAccount", "Job", "ReplicaSet", "Ingress"} {
+			list := &unstructured.UnstructuredList{}
+			list.SetAPIVersion("types.kubefed.io/v1beta1")
+			list.SetKind("Federated" + kind + "List")
+			if err := fw.Host.Client.List(ctx, list, client.InNamespace(namespace)); err == nil {
+				for i := range list.Items {
+					_ = fw.Host.Client.Delete(ctx, &list.Items[i])
+				}
+			}
+		}
+		fns := fedObject("Namespace", namespace, namespace, map[string]any{}, nil, nil)
+		_ = fw.Host.Client.Delete(ctx, fns)
+		Eventually(func() bool { return fedGet(ctx, "Namespace", namespace, namespace) == nil }).WithTimeout(60 * time.Second).Should(BeTrue())
+	})
+	return cmDir
 }
 
 var _ = Describe("Propagation", Ordered, func() {
@@ -172,7 +218,6 @@ var _ = Describe("Propagation", Ordered, func() {
 
 	BeforeAll(func(ctx context.Context) {
 		member1, member2 = fw.Members[0], fw.Members[1]
-		Expect(framework.EnsureNamespace(ctx, fw.Host.Client, kubefedNS)).To(Succeed())
 		cfg := fastProbeConfig()
 		cfg.Spec.SyncController = &corev1beta1.SyncControllerConfig{
 			NotReadyClusterDeletionTimeout: &metav1.Duration{Duration: 20 * time.Second},
@@ -183,65 +228,7 @@ var _ = Describe("Propagation", Ordered, func() {
 			RenewDeadline: &metav1.Duration{Duration: 6 * time.Second},
 			RetryPeriod:   &metav1.Duration{Duration: 2 * time.Second},
 		}
-		Expect(client.IgnoreNotFound(fw.Host.Client.Delete(ctx, &corev1beta1.KubeFedConfig{
-			ObjectMeta: metav1.ObjectMeta{Name: corev1beta1.KubeFedConfigName, Namespace: kubefedNS}}))).To(Succeed())
-		Eventually(gone(ctx, fw.Host.Client, &corev1beta1.KubeFedConfig{}, client.ObjectKeyFromObject(cfg))).Should(BeTrue())
-		Expect(fw.Host.Client.Create(ctx, cfg)).To(Succeed())
-		DeferCleanup(func(ctx context.Context) error { return client.IgnoreNotFound(fw.Host.Client.Delete(ctx, cfg)) })
-
-		_, err := fw.Kubectl(ctx, fw.Host.Name, "apply", "--server-side", "-f", filepath.Join(fw.RepoRoot, "config", "default-types"))
-		Expect(err).NotTo(HaveOccurred())
-
-		cmDir = filepath.Join(GinkgoT().TempDir(), "cm")
-		cm, err = fw.StartControllerManager(ctx, cmDir, "--zap-log-level=debug")
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() error { return cm.Stop() })
-
-		var joinedHere []*framework.Cluster
-		for _, c := range fw.Clusters() {
-			existed := fw.Host.Client.Get(ctx, client.ObjectKey{Namespace: kubefedNS, Name: c.Name}, &corev1beta1.KubeFedCluster{}) == nil
-			_, _, err := fw.Kubefedctl(ctx, "join", c.Name, "--cluster-context", c.Name, "--host-cluster-context", fw.Host.Name, "--error-on-existing=false")
-			Expect(err).NotTo(HaveOccurred())
-			if !existed {
-				joinedHere = append(joinedHere, c)
-			}
-		}
-		DeferCleanup(func(ctx context.Context) {
-			for _, c := range joinedHere {
-				_, _, err := fw.Kubefedctl(ctx, "unjoin", c.Name, "--cluster-context", c.Name, "--host-cluster-context", fw.Host.Name)
-				Expect(err).NotTo(HaveOccurred())
-			}
-		})
-		for _, c := range fw.Clusters() {
-			waitReady(ctx, c.Name, 60*time.Second)
-		}
-		for _, name := range []string{"namespaces", "deployments.apps", "configmaps"} {
-			Eventually(func() corev1beta1.ControllerStatus {
-				f := &corev1beta1.FederatedTypeConfig{}
-				if err := fw.Host.Client.Get(ctx, client.ObjectKey{Namespace: kubefedNS, Name: name}, f); err != nil {
-					return ""
-				}
-				return f.Status.PropagationController
-			}).WithTimeout(30*time.Second).Should(Equal(corev1beta1.ControllerStatusRunning), name)
-		}
-		Expect(framework.EnsureNamespace(ctx, fw.Host.Client, propNS)).To(Succeed())
-		DeferCleanup(func(ctx context.Context) {
-			// Federated objects first, while the controller-manager still
-			// releases their finalizers.
-			for _, kind := range []string{"Deployment", "ConfigMap", "Secret", "Service", "ServiceAccount", "Job", "ReplicaSet", "Ingress"} {
-				list := &unstructured.UnstructuredList{}
-				list.SetAPIVersion("types.kubefed.io/v1beta1")
-				list.SetKind("Federated" + kind + "List")
-				if err := fw.Host.Client.List(ctx, list, client.InNamespace(propNS)); err == nil {
-					for i := range list.Items {
-						_ = fw.Host.Client.Delete(ctx, &list.Items[i])
-					}
-				}
-			}
-			fns := fedObject("Namespace", propNS, propNS, map[string]any{}, nil, nil)
-			_ = fw.Host.Client.Delete(ctx, fns)
-			Eventually(func() bool { return fedGet(ctx, "Namespace", propNS, propNS) == nil }).WithTimeout(60 * time.Second).Should(BeTrue())
-		})
+		cmDir = startFederation(ctx, cfg, propNS, &cm)
 	})
 
 	AfterEach(func() {

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -145,6 +146,27 @@ func (c *Cluster) StopAPIServer() error {
 	c.mu.Lock()
 	delete(c.procs, APIServer)
 	c.mu.Unlock()
+	return nil
+}
+
+// PauseAPIServer stops this cluster's kube-apiserver with SIGSTOP: its
+// port still accepts connections, but nothing answers them, as with a hung
+// or overloaded member. ResumeAPIServer lets it go on.
+func (c *Cluster) PauseAPIServer() error { return c.signalAPIServer(syscall.SIGSTOP) }
+
+// ResumeAPIServer continues a kube-apiserver that PauseAPIServer stopped.
+func (c *Cluster) ResumeAPIServer() error { return c.signalAPIServer(syscall.SIGCONT) }
+
+func (c *Cluster) signalAPIServer(sig syscall.Signal) error {
+	c.mu.Lock()
+	p := c.procs[APIServer]
+	c.mu.Unlock()
+	if p == nil || !p.running() {
+		return fmt.Errorf("cluster %s: kube-apiserver is not running", c.Name)
+	}
+	if err := p.signal(sig); err != nil {
+		return fmt.Errorf("cluster %s: %w", c.Name, err)
+	}
 	return nil
 }
 

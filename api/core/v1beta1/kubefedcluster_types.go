@@ -181,3 +181,20 @@ type KubeFedClusterList struct {
 func init() {
 	SchemeBuilder.Register(&KubeFedCluster{}, &KubeFedClusterList{})
 }
+
+// ReadyCondition returns the cluster's Ready condition, nil before the
+// first health check.
+func (c *KubeFedCluster) ReadyCondition() *ClusterCondition {
+	for i := range c.Status.Conditions {
+		if c.Status.Conditions[i].Type == ClusterReady {
+			return &c.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// IsReady reports whether the cluster's Ready condition is True.
+func (c *KubeFedCluster) IsReady() bool {
+	cond := c.ReadyCondition()
+	return cond != nil && cond.Status == corev1.ConditionTrue
+}

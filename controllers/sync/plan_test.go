@@ -1,0 +1,212 @@
+package sync
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
+	typesv1beta1 "github.com/kubefed-io/kubefed/api/types/v1beta1"
+)
+
+func testFed(generation int64, annotations map[string]string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetUID(types.UID("uid-1"))
+	u.SetGeneration(generation)
+	u.SetAnnotations(annotations)
+	return u
+}
+
+func syncPlan(fed *unstructured.Unstructured, created time.Time) *clusterPlan {
+	return &clusterPlan{action: actionSync, fed: fed, created: created, identity: planIdentity(actionSync, fed)}
+}
+
+func stateOf(fed *unstructured.Unstructured, entries map[string]*clusterEntry) *objectState {
+	return &objectState{fed: fed, uid: fed.GetUID(), generation: fed.GetGeneration(), clusters: entries}
+}
+
+func TestPlanIdentity(t *testing.T) {
+	base := planIdentity(actionSync, testFed(1, nil))
+	for name, other := range map[string]string{
+		"generation":        planIdentity(actionSync, testFed(2, nil)),
+		"action":            planIdentity(actionRemove, testFed(1, nil)),
+		"orphan annotation": planIdentity(actionSync, testFed(1, map[string]string{corev1beta1.OrphanManagedResourcesAnnotation: "true"})),
+		"delete option":     planIdentity(actionSync, testFed(1, map[string]string{corev1beta1.DeleteOptionAnnotation: "{}"})),
+	} {
+		if other == base {
+			t.Errorf("a change of %s keeps the plan identity %s", name, base)
+		}
+	}
+	if got := planIdentity(actionSync, testFed(1, map[string]string{"unrelated": "x"})); got != base {
+		t.Errorf("an unrelated annotation changed the identity: %s vs %s", got, base)
+	}
+}
+
+func TestSetStateKeepsUnchangedPlansAndTheirResults(t *testing.T) {
+	w := &typeWorker{states: map[string]*objectState{}}
+	now := time.Now()
+	fed1 := testFed(1, nil)
+	first := stateOf(fed1, map[string]*clusterEntry{
+		"a": {plan: syncPlan(fed1, now)},
+		"b": {plan: syncPlan(fed1, now)},
+		"c": {result: &outcome{cluster: "c", listed: true, status: typesv1beta1.ClusterNotReady}},
+	})
+	got := w.setState("ns/x", first)
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("first plans dispatch %v, want [a b]", got)
+	}
+	planA := first.clusters["a"].plan
+	if w.recordResult("ns/x", "a", planA, outcome{cluster: "a", listed: true}) != resultChanged {
+		t.Fatal("a first outcome is a change")
+	}
+
+	// The same generation again (a cluster event): a is answered and kept,
+	// b has no answer yet and is dispatched again, c becomes ready.
+	again := stateOf(fed1, map[string]*clusterEntry{
+		"a": {plan: syncPlan(fed1, now.Add(time.Minute))},
+		"b": {plan: syncPlan(fed1, now.Add(time.Minute))},
+		"c": {plan: syncPlan(fed1, now.Add(time.Minute))},
+	})
+	got = w.setState("ns/x", again)
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"b", "c"}) {
+		t.Fatalf("re-plan dispatches %v, want [b c]", got)
+	}
+	if again.clusters["a"].plan != planA || !again.clusters["a"].current() {
+		t.Fatal("cluster a lost its plan or its result")
+	}
+
+	// A new generation replaces every plan; a's old outcome is not current.
+	fed2 := testFed(2, nil)
+	next := stateOf(fed2, map[string]*clusterEntry{"a": {plan: syncPlan(fed2, now)}})
+	if got := w.setState("ns/x", next); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("new generation dispatches %v, want [a]", got)
+	}
+	if next.clusters["a"].current() {
+		t.Fatal("the outcome of generation 1 counts for generation 2")
+	}
+	// A late answer to the replaced plan is dropped.
+	if w.recordResult("ns/x", "a", planA, outcome{cluster: "a", listed: true, status: typesv1beta1.UpdateFailed}) != resultSame {
+		t.Fatal("an outcome of a replaced plan was recorded")
+	}
+	if next.clusters["a"].current() {
+		t.Fatal("an outcome of a replaced plan became current")
+	}
+	if w.planFor("ns/x", "a") != next.clusters["a"].plan || w.planFor("ns/x", "b") != nil || w.planFor("ns/y", "a") != nil {
+		t.Fatal("planFor does not return the current plans")
+	}
+}
+
+func TestRecordResultClassifiesChanges(t *testing.T) {
+	w := &typeWorker{states: map[string]*objectState{}}
+	fed := testFed(1, nil)
+	st := stateOf(fed, map[string]*clusterEntry{"a": {plan: syncPlan(fed, time.Now())}})
+	w.setState("k", st)
+	p := st.clusters["a"].plan
+	steps := []struct {
+		o    outcome
+		want resultChange
+	}{
+		{outcome{cluster: "a", listed: true, remote: map[string]any{"replicas": int64(1)}}, resultChanged},
+		{outcome{cluster: "a", listed: true, remote: map[string]any{"replicas": float64(1)}}, resultSame},
+		{outcome{cluster: "a", listed: true, remote: map[string]any{"replicas": int64(2)}}, resultRemoteOnly},
+		{outcome{cluster: "a", listed: true, status: typesv1beta1.UpdateFailed, message: "boom", remote: map[string]any{"replicas": int64(2)}}, resultChanged},
+		{outcome{cluster: "a", listed: true, status: typesv1beta1.UpdateFailed, message: "boom again", remote: map[string]any{"replicas": int64(2)}}, resultChanged},
+	}
+	for i, s := range steps {
+		if got := w.recordResult("k", "a", p, s.o); got != s.want {
+			t.Errorf("step %d: got %v, want %v", i, got, s.want)
+		}
+	}
+	if w.recordResult("k", "nope", p, outcome{}) != resultSame || w.recordResult("other", "a", p, outcome{}) != resultSame {
+		t.Error("an outcome for an unknown object or cluster was recorded")
+	}
+}
+
+func TestViewHoldsForMembersUnderWayThenReportsThem(t *testing.T) {
+	start := time.Now()
+	fed := testFed(1, nil)
+	answered := syncPlan(fed, start)
+	slow := syncPlan(fed, start)
+	deleting := &clusterPlan{action: actionDelete, fed: fed, created: start}
+	st := stateOf(fed, map[string]*clusterEntry{
+		"fast":    {plan: answered, result: &outcome{cluster: "fast", listed: true}, resultOf: answered},
+		"slow":    {plan: slow},
+		"gone":    {plan: deleting},
+		"offline": {result: &outcome{cluster: "offline", listed: true, status: typesv1beta1.ClusterNotReady}},
+	})
+
+	v := st.view(start.Add(500 * time.Millisecond))
+	if v.pending || v.wait != statusHold-500*time.Millisecond {
+		t.Fatalf("within the hold: pending=%v wait=%v, want a wait of %v", v.pending, v.wait, statusHold-500*time.Millisecond)
+	}
+
+	v = st.view(start.Add(statusHold + time.Millisecond))
+	if v.wait != 0 || v.pending {
+		t.Fatalf("past the hold: pending=%v wait=%v", v.pending, v.wait)
+	}
+	got := map[string]typesv1beta1.PropagationStatusValue{}
+	for _, o := range v.outcomes {
+		if !o.listed {
+			t.Errorf("%s is not listed", o.cluster)
+		}
+		got[o.cluster] = o.status
+	}
+	want := map[string]typesv1beta1.PropagationStatusValue{
+		"fast": "", "slow": Propagating, "gone": typesv1beta1.WaitingForRemoval, "offline": typesv1beta1.ClusterNotReady,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("outcomes %v, want %v", got, want)
+	}
+	for c, s := range want {
+		if got[c] != s {
+			t.Errorf("%s: %q, want %q", c, got[c], s)
+		}
+	}
+
+	// A member whose cache is still syncing holds the write however long.
+	syncing := syncPlan(fed, start)
+	st.clusters["syncing"] = &clusterEntry{plan: syncing, result: &outcome{cluster: "syncing", pending: true}, resultOf: syncing}
+	if v := st.view(start.Add(time.Hour)); !v.pending {
+		t.Error("a pending member does not hold the status write")
+	}
+}
+
+func TestReleased(t *testing.T) {
+	p := &clusterPlan{action: actionRelease}
+	for _, tc := range []struct {
+		name  string
+		entry *clusterEntry
+		want  bool
+	}{
+		{"no answer yet", &clusterEntry{plan: p}, false},
+		{"failed, still managed", &clusterEntry{plan: p, resultOf: p, result: &outcome{listed: true, status: typesv1beta1.LabelRemovalFailed}}, false},
+		{"answer of an older plan", &clusterEntry{plan: p, resultOf: &clusterPlan{}, result: &outcome{}}, false},
+		{"unlabelled", &clusterEntry{plan: p, resultOf: p, result: &outcome{}}, true},
+	} {
+		st := &objectState{clusters: map[string]*clusterEntry{"a": tc.entry}}
+		if got := st.released(); got != tc.want {
+			t.Errorf("%s: released=%v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if !(&objectState{}).released() {
+		t.Error("an object with no copies is not released")
+	}
+}
+
+func TestCacheBehind(t *testing.T) {
+	rec := statusRecord{before: "100", after: "105"}
+	for rv, want := range map[string]bool{"99": true, "100": true, "104": true, "105": false, "1000": false} {
+		if got := cacheBehind(rv, rec); got != want {
+			t.Errorf("cacheBehind(%s) = %v, want %v", rv, got, want)
+		}
+	}
+	opaque := statusRecord{before: "a", after: "b"}
+	if !cacheBehind("a", opaque) || cacheBehind("c", opaque) {
+		t.Error("opaque versions: only the version before the write is behind")
+	}
+}
