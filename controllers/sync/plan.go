@@ -52,6 +52,9 @@ type clusterPlan struct {
 	desired   map[string]any
 	hash      string
 	renderErr *outcome
+	// checked is the fingerprint of the copy last found to be what the
+	// plan asks for: a copy with the same fingerprint needs no rendering.
+	checked string
 }
 
 // planIdentity is what a plan depends on: the action, and the federated

@@ -210,3 +210,41 @@ func TestCacheBehind(t *testing.T) {
 		t.Error("opaque versions: only the version before the write is behind")
 	}
 }
+
+func TestFingerprintIgnoresOnlyStatus(t *testing.T) {
+	base := func() *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"replicas": int64(1)}}}
+		u.SetUID("u")
+		u.SetGeneration(3)
+		u.SetLabels(map[string]string{"a": "b"})
+		u.SetAnnotations(map[string]string{HashAnnotation: "h"})
+		return u
+	}
+	fp := fingerprint(base())
+	if fp == "" {
+		t.Fatal("no fingerprint for an object with a generation")
+	}
+	statusOnly := base()
+	statusOnly.Object["status"] = map[string]any{"replicas": int64(2)}
+	statusOnly.SetResourceVersion("99")
+	if fingerprint(statusOnly) != fp {
+		t.Error("a status change changed the fingerprint")
+	}
+	for name, change := range map[string]func(*unstructured.Unstructured){
+		"generation":  func(u *unstructured.Unstructured) { u.SetGeneration(4) },
+		"labels":      func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{"a": "c"}) },
+		"annotations": func(u *unstructured.Unstructured) { u.SetAnnotations(map[string]string{HashAnnotation: "other"}) },
+		"uid":         func(u *unstructured.Unstructured) { u.SetUID("v") },
+	} {
+		u := base()
+		change(u)
+		if fingerprint(u) == fp {
+			t.Errorf("a change of %s kept the fingerprint", name)
+		}
+	}
+	noGeneration := base()
+	noGeneration.SetGeneration(0)
+	if fingerprint(noGeneration) != "" {
+		t.Error("an object without generation has a fingerprint: its data changes would go unchecked")
+	}
+}

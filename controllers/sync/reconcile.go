@@ -66,6 +66,8 @@ type outcome struct {
 	// transient.
 	pending bool
 	requeue time.Duration
+	// checked is the fingerprint of a copy found or written up to date.
+	checked string
 }
 
 func (w *typeWorker) reconcile(ctx context.Context, key string) (time.Duration, error) {
@@ -322,8 +324,13 @@ func (w *typeWorker) syncPlaced(ctx context.Context, cluster string, p *clusterP
 	if ok, o := w.memberCache(cluster); !ok {
 		return o
 	}
+	namespace, name := w.memberName(fed)
+	current := w.cached(cluster, namespace, name)
+	if current != nil && p.checked != "" && p.checked == fingerprint(current) {
+		// Only the copy's status changed since it was found up to date.
+		return outcome{cluster: cluster, listed: true, remote: w.remoteStatus(current), checked: p.checked}
+	}
 	if !p.rendered {
-		namespace, name := w.memberName(fed)
 		desired, hash, err := desiredObject(fed.Object, name, namespace, w.target, p.ops)
 		p.rendered, p.desired, p.hash = true, desired, hash
 		if err != nil {
@@ -338,16 +345,38 @@ func (w *typeWorker) syncPlaced(ctx context.Context, cluster string, p *clusterP
 	if p.renderErr != nil {
 		return *p.renderErr
 	}
-	namespace, name := w.memberName(fed)
-	current := w.cached(cluster, namespace, name)
-	if current == nil {
-		return w.create(ctx, fed, cluster, jsonvalue.Copy(p.desired).(map[string]any), p.hash)
-	}
-	if current.GetDeletionTimestamp() != nil {
+	var o outcome
+	switch {
+	case current == nil:
+		o = w.create(ctx, fed, cluster, jsonvalue.Copy(p.desired).(map[string]any), p.hash)
+	case current.GetDeletionTimestamp() != nil:
 		// Someone deletes the copy; it is created again once it is gone.
 		return outcome{cluster: cluster, listed: true, status: typesv1beta1.WaitingForRemoval, requeue: waitForRemovalRequeue}
+	default:
+		o = w.update(ctx, fed, cluster, p.desired, p.hash, current, false)
 	}
-	return w.update(ctx, fed, cluster, p.desired, p.hash, current, false)
+	if o.status == "" && o.checked != "" {
+		// The copy is what the plan asks for. Until the copy changes in
+		// more than its status, the rendering is not needed again; it is
+		// dropped to keep memory to one copy of each object per member.
+		p.checked = o.checked
+		p.rendered, p.desired = false, nil
+	}
+	return o
+}
+
+// fingerprint identifies what of a member copy a plan's check depends on:
+// all but its status. Empty for a kind without metadata.generation, whose
+// every change must be checked.
+func fingerprint(obj *unstructured.Unstructured) string {
+	if obj == nil || obj.GetGeneration() == 0 {
+		return ""
+	}
+	b, err := json.Marshal([]any{obj.GetUID(), obj.GetGeneration(), obj.GetLabels(), obj.GetAnnotations(), obj.GetDeletionTimestamp() != nil})
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }
 
 func (w *typeWorker) retainReplicas(fed *unstructured.Unstructured) bool {
@@ -375,6 +404,7 @@ func (w *typeWorker) create(ctx context.Context, fed *unstructured.Unstructured,
 		w.remember(cluster, fed, hash, created.GetResourceVersion())
 		w.recorder.Eventf(fed, corev1.EventTypeNormal, EventCreateInCluster, createMessageFmt, w.target.kind, name, cluster)
 		out.remote = w.remoteStatus(created)
+		out.checked = fingerprint(created)
 		return out
 	}
 	if apierrors.IsAlreadyExists(err) {
@@ -426,6 +456,7 @@ func (w *typeWorker) adopt(ctx context.Context, fed *unstructured.Unstructured, 
 func (w *typeWorker) update(ctx context.Context, fed *unstructured.Unstructured, cluster string, desired map[string]any, hash string, current *unstructured.Unstructured, adopting bool) outcome {
 	out := outcome{cluster: cluster, listed: true, remote: w.remoteStatus(current)}
 	if !adopting && (w.recorded(cluster, fed, hash, current.GetResourceVersion()) || upToDate(desired, current.Object, hash)) {
+		out.checked = fingerprint(current)
 		return out
 	}
 	namespace, name := w.memberName(fed)
@@ -464,6 +495,7 @@ func (w *typeWorker) update(ctx context.Context, fed *unstructured.Unstructured,
 	}
 	w.recorder.Eventf(fed, corev1.EventTypeNormal, EventUpdateInCluster, updateMessageFmt+note, w.target.kind, name, cluster)
 	out.remote = w.remoteStatus(updated)
+	out.checked = fingerprint(updated)
 	return out
 }
 

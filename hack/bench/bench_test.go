@@ -150,3 +150,24 @@ func TestWaveDropAndWait(t *testing.T) {
 		t.Fatal("the wave is not done once its last wanted state was dropped")
 	}
 }
+
+func TestHostCost(t *testing.T) {
+	d := writeCounts{
+		"host/federatedconfigmaps":                  14, // 10 finalizers + 4 bench writes
+		"host/federatedconfigmaps/status":           12,
+		"host/federatedconfigmaps/status/conflicts": 2,
+		"host/federatedconfigmaps/conflicts":        1,
+		"host/events":                               30,
+		"member1/configmaps":                        10,
+	}
+	c := hostCost(d, 4, 30, 10)
+	if c.Spec != 1 || c.Status != 1.2 || c.Events != 3 || c.PerObject != 5.2 {
+		t.Errorf("got %+v, want object 1, status 1.2, events 3, total 5.2", c)
+	}
+	if c.StatusConflicts != 2.0/12 {
+		t.Errorf("status conflicts %v, want %v", c.StatusConflicts, 2.0/12)
+	}
+	if got := d.sum(hostName, hostPropagationResource); got != 26 {
+		t.Errorf("host propagation writes %d, want 26 (conflicts are counted among the writes once)", got)
+	}
+}

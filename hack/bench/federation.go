@@ -182,6 +182,9 @@ func (e *env) kubefedConfig() *corev1beta1.KubeFedConfig {
 		ObjectMeta: metav1.ObjectMeta{Name: corev1beta1.KubeFedConfigName, Namespace: kubefedNS},
 		Spec: corev1beta1.KubeFedConfigSpec{
 			Scope: corev1beta1.ClusterScoped,
+			// Probes that outlast the isolation scenario's slow member, so
+			// that it stays Ready while slow.
+			ClusterHealthCheck: &corev1beta1.ClusterHealthCheckConfig{Timeout: &metav1.Duration{Duration: 10 * time.Second}},
 			SyncController: &corev1beta1.SyncControllerConfig{
 				MaxConcurrentReconciles: ptr.To(int64(e.o.syncWorkers)),
 			},
@@ -320,6 +323,16 @@ func (e *env) prepareNamespaces(ctx context.Context) error {
 		}
 		return true, nil
 	})
+}
+
+// memberByName returns the member of that name, or nil.
+func (e *env) memberByName(name string) *cluster {
+	for _, m := range e.members {
+		if m.name == name {
+			return m
+		}
+	}
+	return nil
 }
 
 func (e *env) memberNames() []string {

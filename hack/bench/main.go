@@ -18,6 +18,11 @@
 //	limit create, limit update, limit delete
 //	                the same objects written straight into every member with the
 //	                member client settings of the controller-manager
+//	isolation       three waves of -isolation-n objects each as fast as possible:
+//	                every member healthy, the last member behind a proxy adding
+//	                1 s to every request, and the last member's apiserver stopped
+//	                with SIGSTOP; throughput and p99 to the other members as a
+//	                ratio to the healthy wave
 //
 // Presence in the members is observed with watches (informers) on every
 // member, never by polling; latency runs from the moment the bench sends a
@@ -52,11 +57,12 @@ type options struct {
 	keep             bool
 	controllerMgr    string
 	scenarios        map[string]bool
+	isolationN       int
 }
 
 // scenarioFlags are the names -scenarios accepts, in the order they run.
 // update, override, steady and delete work on the objects of create-rate.
-var scenarioFlags = []string{"create-rate", "update", "override", "steady", "delete", "create-max", "limit"}
+var scenarioFlags = []string{"create-rate", "update", "override", "steady", "delete", "create-max", "limit", "isolation"}
 
 func parseFlags(args []string) (options, error) {
 	o := options{}
@@ -65,6 +71,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.n, "n", 1000, "FederatedDeployments per wave, and as many FederatedConfigMaps")
 	fs.Float64Var(&o.rate, "rate", 20, "federated objects created per second in the fixed-rate create wave")
 	fs.IntVar(&o.workers, "workers", 16, "concurrent requests of the load generator")
+	fs.IntVar(&o.isolationN, "isolation-n", 200, "FederatedDeployments, and as many FederatedConfigMaps, per isolation wave")
 	fs.IntVar(&o.syncWorkers, "sync-workers", 16, "KubeFedConfig syncController.maxConcurrentReconciles")
 	fs.BoolVar(&o.statusCollection, "status-collection", true, "KubeFedConfig feature gate RawResourceStatusCollection")
 	fs.DurationVar(&o.idle, "idle", time.Minute, "idle period of the steady-state scenario")
@@ -91,8 +98,8 @@ func parseFlags(args []string) (options, error) {
 	switch {
 	case o.members < 1 || o.members > 10:
 		return o, fmt.Errorf("-members must be 1..10, got %d", o.members)
-	case o.n < 1:
-		return o, fmt.Errorf("-n must be positive, got %d", o.n)
+	case o.n < 1 || o.isolationN < 1:
+		return o, fmt.Errorf("-n and -isolation-n must be positive, got %d and %d", o.n, o.isolationN)
 	case o.rate <= 0:
 		return o, fmt.Errorf("-rate must be positive, got %v", o.rate)
 	case o.workers < 1 || o.syncWorkers < 1:

@@ -61,11 +61,25 @@ type result struct {
 	MemberWrites map[string]int `json:"memberWrites"`
 	// HostWrites are the controller-manager's writes of federated
 	// objects, status included; the bench's own writes are subtracted.
-	HostWrites int            `json:"hostWrites"`
-	HostEvents int            `json:"hostEvents"`
-	Counters   map[string]int `json:"counters"`
-	Cost       cost           `json:"cost"`
-	Notes      []string       `json:"notes,omitempty"`
+	HostWrites int `json:"hostWrites"`
+	HostEvents int `json:"hostEvents"`
+	// HostCost is the engine's host writes per federated object.
+	HostCost *hostWrites    `json:"hostWritesPerObject,omitempty"`
+	Counters map[string]int `json:"counters"`
+	Cost     cost           `json:"cost"`
+	Notes    []string       `json:"notes,omitempty"`
+}
+
+// hostWrites are the engine's host writes per federated object of a wave:
+// of the objects themselves (finalizers; the bench's own writes are not
+// counted), of their status, and events; and the share of status writes
+// refused with a 409 conflict.
+type hostWrites struct {
+	PerObject       float64 `json:"total"`
+	Spec            float64 `json:"object"`
+	Status          float64 `json:"status"`
+	Events          float64 `json:"events"`
+	StatusConflicts float64 `json:"statusConflicts"`
 }
 
 type machine struct {
@@ -104,14 +118,22 @@ type report struct {
 	Options           map[string]string `json:"options"`
 	ControllerManager string            `json:"controllerManager"`
 	Results           []*result         `json:"results"`
-	Error             string            `json:"error,omitempty"`
+	// Ratios are the headline ratios, each printed on a line of its own.
+	Ratios []ratio `json:"ratios,omitempty"`
+	Error  string  `json:"error,omitempty"`
+}
+
+// ratio is one headline number: ours over the limit or the reference run.
+type ratio struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
 }
 
 func (o options) summary() map[string]string {
 	return map[string]string{
 		"members": fmt.Sprint(o.members), "n": fmt.Sprint(o.n), "rate": fmt.Sprint(o.rate),
 		"workers": fmt.Sprint(o.workers), "syncWorkers": fmt.Sprint(o.syncWorkers),
-		"statusCollection": fmt.Sprint(o.statusCollection), "idle": o.idle.String(),
+		"statusCollection": fmt.Sprint(o.statusCollection), "idle": o.idle.String(), "isolationN": fmt.Sprint(o.isolationN),
 	}
 }
 
@@ -133,12 +155,16 @@ var limitOf = map[string]string{
 	scenarioDelete:    scenarioLimitDelete,
 }
 
+// ratioNames name the ratios to the physical limit in the ratio lines.
+var ratioNames = map[string]string{scenarioCreateMax: "create", scenarioUpdate: "update", scenarioDelete: "delete"}
+
 // finish computes the ratios to the physical limit.
 func (r *report) finish() {
-	for ours, limit := range limitOf {
-		a, b := r.find(ours), r.find(limit)
+	for _, ours := range []string{scenarioCreateMax, scenarioUpdate, scenarioDelete} {
+		a, b := r.find(ours), r.find(limitOf[ours])
 		if a != nil && b != nil && b.Throughput > 0 {
 			a.RatioLimit = a.Throughput / b.Throughput
+			r.Ratios = append(r.Ratios, ratio{Name: ratioNames[ours], Value: a.RatioLimit})
 		}
 	}
 }
@@ -209,6 +235,18 @@ func (r *report) print(w io.Writer) {
 		if res.Incomplete > 0 || res.Errors > 0 {
 			fmt.Fprintf(w, "%s: %d expected effects not seen, %d failed writes\n", res.Scenario, res.Incomplete, res.Errors)
 		}
+	}
+	fmt.Fprintln(w, "\nhost writes per federated object (object, status, events; status writes refused with 409):")
+	for _, res := range r.Results {
+		if c := res.HostCost; c != nil && res.Objects > 0 && !strings.HasPrefix(res.Scenario, "limit") && !strings.HasPrefix(res.Scenario, "steady") {
+			fmt.Fprintf(w, "cost: %s %.2f (%.2f, %.2f, %.2f; conflicts %.1f%%)\n", res.Scenario, c.PerObject, c.Spec, c.Status, c.Events, 100*c.StatusConflicts)
+		}
+	}
+	if len(r.Ratios) > 0 {
+		fmt.Fprintln(w)
+	}
+	for _, q := range r.Ratios {
+		fmt.Fprintf(w, "ratio to limit: %s %.2f\n", q.Name, q.Value)
 	}
 	if r.Error != "" {
 		fmt.Fprintf(w, "\nthe run stopped early: %s\n", r.Error)

@@ -28,8 +28,21 @@ const (
 	scenarioLimitDelete = "limit: delete"
 )
 
-// engineQueues are the propagation engine's work queues the bench waits on.
-var engineQueues = []string{"namespaces", "deployments.apps", "configmaps"}
+// engineTypes are the federated types whose queues the bench waits on.
+var engineTypes = []string{"namespaces", "deployments.apps", "configmaps"}
+
+// engineQueues are the propagation engine's work queues the bench waits
+// on: each type's planner and status queues and each member's dispatcher.
+func (r *runner) engineQueues() []string {
+	var queues []string
+	for _, t := range engineTypes {
+		queues = append(queues, t, t+"-status")
+	}
+	for _, m := range r.env.memberNames() {
+		queues = append(queues, "cluster-"+m)
+	}
+	return queues
+}
 
 // hostPropagationResource says whether writes of a host resource are the
 // propagation engine's: the federated objects and their status.
@@ -101,6 +114,7 @@ func (r *runner) runAll(ctx context.Context) error {
 		{"delete", scenarioDelete, func(ctx context.Context) error { return r.deleteWave(ctx, "r", n) }},
 		{"create-max", scenarioCreateMax, func(ctx context.Context) error { return r.createWave(ctx, scenarioCreateMax, "m", n, 0) }},
 		{"limit", "limit", r.limitWaves},
+		{"isolation", "isolation", r.isolationWaves},
 	}
 	for _, s := range steps {
 		if !r.o.scenarios[s.flag] {
@@ -186,13 +200,46 @@ func (r *runner) measured(ctx context.Context, res *result, body func() error) e
 	for _, m := range r.env.members {
 		res.MemberWrites[m.name] = d.sum(m.name, func(r string) bool { return !strings.HasSuffix(r, "/status") })
 	}
-	res.HostWrites = d.sum(hostName, hostPropagationResource) - int(r.benchHostWrites.Load()-benchBefore)
+	benchWrites := int(r.benchHostWrites.Load() - benchBefore)
+	res.HostWrites = d.sum(hostName, hostPropagationResource) - benchWrites
 	res.HostEvents = d.sum(hostName, func(r string) bool { return r == "events" })
+	res.HostCost = hostCost(d, benchWrites, res.HostEvents, res.Objects)
 	r.report.add(res)
 	logf("  %s: %d obj×cl in %.1fs (%.0f/s), p99 %s ms, host writes %d, CPU %.1fs, peak RSS %.0f MiB",
 		res.Scenario, res.Objects*res.Clusters, res.Seconds, res.Throughput,
 		ms(res.PerCluster, func(l *latency) float64 { return l.P99 }), res.HostWrites, res.Cost.CPUSeconds, res.Cost.PeakRSSMiB)
 	return bodyErr
+}
+
+// hostCost splits the engine's host writes of a wave per federated object.
+func hostCost(d writeCounts, benchWrites, events, objects int) *hostWrites {
+	if objects == 0 {
+		return nil
+	}
+	part := func(want string) func(string) bool {
+		return func(r string) bool {
+			resource, sub, _ := strings.Cut(r, "/")
+			return strings.HasPrefix(resource, "federated") && sub == want
+		}
+	}
+	spec := d.sum(hostName, part("")) - benchWrites
+	status := d.sum(hostName, part("status"))
+	conflicts := 0.0
+	for k, v := range d {
+		if c, r, _ := strings.Cut(k, "/"); c == hostName && part("status/conflicts")(r) {
+			conflicts += v
+		}
+	}
+	c := &hostWrites{
+		Spec:   float64(spec) / float64(objects),
+		Status: float64(status) / float64(objects),
+		Events: float64(events) / float64(objects),
+	}
+	c.PerObject = c.Spec + c.Status + c.Events
+	if status > 0 {
+		c.StatusConflicts = conflicts / float64(status)
+	}
+	return c
 }
 
 // quiesce waits until the controller-manager has nothing queued or in
@@ -221,8 +268,9 @@ func (r *runner) quiesce(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		idle := queueState(metrics, "workqueue_depth", engineQueues...) == 0 &&
-			queueState(metrics, "workqueue_unfinished_work_seconds", engineQueues...) == 0
+		queues := r.engineQueues()
+		idle := queueState(metrics, "workqueue_depth", queues...) == 0 &&
+			queueState(metrics, "workqueue_unfinished_work_seconds", queues...) == 0
 		if idle && prev != nil && counts.equal(prev) {
 			stable++
 		} else {
@@ -353,39 +401,47 @@ func fill(res *result, w *wave, members int) {
 // states want gives each (member, object).
 func (r *runner) federatedWave(ctx context.Context, res *result, items []item, rate float64,
 	want func(it item, cluster string) (string, bool), write func(ctx context.Context, it item) error) error {
-	return r.measured(ctx, res, func() error {
-		wanted := map[obsKey]string{}
-		for _, it := range items {
-			for _, m := range r.env.memberNames() {
-				if s, ok := want(it, m); ok {
-					wanted[obsKey{cluster: m, resource: it.r.name, name: it.name}] = s
-				}
-			}
-			if s, ok := want(it, hostName); ok {
-				wanted[obsKey{cluster: hostName, resource: it.r.name, name: it.name}] = s
+	return r.measured(ctx, res, func() error { return r.wave(ctx, res, items, rate, want, write) })
+}
+
+// wave is federatedWave's body, for scenarios that change the federation
+// around it within one measurement. Latencies and throughput count the
+// members want names for some object.
+func (r *runner) wave(ctx context.Context, res *result, items []item, rate float64,
+	want func(it item, cluster string) (string, bool), write func(ctx context.Context, it item) error) error {
+	wanted := map[obsKey]string{}
+	members := map[string]bool{}
+	for _, it := range items {
+		for _, m := range r.env.memberNames() {
+			if s, ok := want(it, m); ok {
+				wanted[obsKey{cluster: m, resource: it.r.name, name: it.name}] = s
+				members[m] = true
 			}
 		}
-		w := newWave(wanted)
-		r.obs.begin(w)
-		defer r.obs.end()
-		elapsed, failed := drive(ctx, len(items), rate, r.o.workers, func(i int) error {
-			it := items[i]
-			w.sentAt(obsKey{resource: it.r.name, name: it.name}, time.Now())
-			r.benchHostWrites.Add(1)
-			err := write(ctx, it)
-			if err != nil {
-				w.drop(func(k obsKey) bool { return k.resource == it.r.name && k.name == it.name })
-			}
-			return err
-		})
-		res.SendRate = float64(len(items)) / elapsed.Seconds()
-		res.Errors = failed
-		if left := w.wait(ctx, r.o.waveTimeout); left > 0 {
-			logf("  %d expected effects not seen within %s", left, r.o.waveTimeout)
+		if s, ok := want(it, hostName); ok {
+			wanted[obsKey{cluster: hostName, resource: it.r.name, name: it.name}] = s
 		}
-		fill(res, w, len(r.env.members))
-		return ctx.Err()
+	}
+	w := newWave(wanted)
+	r.obs.begin(w)
+	defer r.obs.end()
+	elapsed, failed := drive(ctx, len(items), rate, r.o.workers, func(i int) error {
+		it := items[i]
+		w.sentAt(obsKey{resource: it.r.name, name: it.name}, time.Now())
+		r.benchHostWrites.Add(1)
+		err := write(ctx, it)
+		if err != nil {
+			w.drop(func(k obsKey) bool { return k.resource == it.r.name && k.name == it.name })
+		}
+		return err
 	})
+	res.SendRate = float64(len(items)) / elapsed.Seconds()
+	res.Errors = failed
+	if left := w.wait(ctx, r.o.waveTimeout); left > 0 {
+		logf("  %d expected effects not seen within %s", left, r.o.waveTimeout)
+	}
+	fill(res, w, len(members))
+	return ctx.Err()
 }
 
 func (r *runner) newResult(scenario string, objects int, rate float64) *result {
@@ -511,8 +567,9 @@ func (r *runner) restart(ctx context.Context) error {
 			if err != nil {
 				return false, err
 			}
-			adds := queueState(m, "workqueue_adds_total", engineQueues...)
-			busy := queueState(m, "workqueue_depth", engineQueues...) + queueState(m, "workqueue_unfinished_work_seconds", engineQueues...)
+			queues := r.engineQueues()
+			adds := queueState(m, "workqueue_adds_total", engineTypes...)
+			busy := queueState(m, "workqueue_depth", queues...) + queueState(m, "workqueue_unfinished_work_seconds", queues...)
 			return adds >= want && busy == 0, fmt.Errorf("%v of %v objects queued, depth+unfinished %v", adds, want, busy)
 		})
 		res.Seconds = time.Since(start).Seconds()
