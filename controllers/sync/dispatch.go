@@ -83,8 +83,9 @@ func (d *clusterDispatcher) processNext(ctx context.Context) bool {
 		d.queue.Forget(item)
 		return true
 	}
-	o := w.execute(ctx, d.cluster, p)
-	if ctx.Err() != nil {
+	o, done := w.execute(ctx, d.cluster, item.key, p)
+	if !done || ctx.Err() != nil {
+		d.queue.Forget(item)
 		return true
 	}
 	switch w.recordResult(item.key, d.cluster, p, o) {

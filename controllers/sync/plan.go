@@ -38,10 +38,7 @@ type clusterPlan struct {
 	// identity tells an equal plan made by a later reconcile, which then
 	// keeps this one, its rendering and its result.
 	identity string
-	// fed is the federated object the plan was made from; nil for release.
-	fed    *unstructured.Unstructured
-	ops    []overrides.Operation
-	opsErr error
+	ops      []overrides.Operation
 	// namespace and name locate the copy of a release plan.
 	namespace, name string
 	// created is when the plan was made: a status write waits a little for
@@ -88,8 +85,8 @@ func (c *clusterEntry) current() bool {
 // objectState is what the engine knows of one federated object between
 // its reconciles: the plan or outcome of every member involved.
 type objectState struct {
-	// fed is nil once the object no longer exists (release plans only).
-	fed        *unstructured.Unstructured
+	// gone: the object no longer exists (release plans only).
+	gone       bool
 	uid        types.UID
 	generation int64
 	deleting   bool

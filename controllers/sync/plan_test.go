@@ -21,11 +21,11 @@ func testFed(generation int64, annotations map[string]string) *unstructured.Unst
 }
 
 func syncPlan(fed *unstructured.Unstructured, created time.Time) *clusterPlan {
-	return &clusterPlan{action: actionSync, fed: fed, created: created, identity: planIdentity(actionSync, fed)}
+	return &clusterPlan{action: actionSync, created: created, identity: planIdentity(actionSync, fed)}
 }
 
 func stateOf(fed *unstructured.Unstructured, entries map[string]*clusterEntry) *objectState {
-	return &objectState{fed: fed, uid: fed.GetUID(), generation: fed.GetGeneration(), clusters: entries}
+	return &objectState{uid: fed.GetUID(), generation: fed.GetGeneration(), clusters: entries}
 }
 
 func TestPlanIdentity(t *testing.T) {
@@ -132,7 +132,7 @@ func TestViewHoldsForMembersUnderWayThenReportsThem(t *testing.T) {
 	fed := testFed(1, nil)
 	answered := syncPlan(fed, start)
 	slow := syncPlan(fed, start)
-	deleting := &clusterPlan{action: actionDelete, fed: fed, created: start}
+	deleting := &clusterPlan{action: actionDelete, created: start}
 	st := stateOf(fed, map[string]*clusterEntry{
 		"fast":    {plan: answered, result: &outcome{cluster: "fast", listed: true}, resultOf: answered},
 		"slow":    {plan: slow},

@@ -170,7 +170,7 @@ func (w *typeWorker) plan(key string, fed *unstructured.Unstructured) time.Durat
 	if reason == reasonPending {
 		return time.Second
 	}
-	st := &objectState{fed: fed, uid: fed.GetUID(), generation: fed.GetGeneration(), clusters: map[string]*clusterEntry{}}
+	st := &objectState{uid: fed.GetUID(), generation: fed.GetGeneration(), clusters: map[string]*clusterEntry{}}
 	if reason != "" {
 		st.reason, st.message = reason, message
 		w.publish(key, st)
@@ -179,7 +179,7 @@ func (w *typeWorker) plan(key string, fed *unstructured.Unstructured) time.Durat
 	now := time.Now()
 	local := func(o outcome) { st.clusters[o.cluster] = &clusterEntry{result: &o} }
 	planned := func(cluster string, p *clusterPlan) {
-		p.fed, p.created = fed, now
+		p.created = now
 		p.identity = planIdentity(p.action, fed)
 		st.clusters[cluster] = &clusterEntry{plan: p}
 	}
@@ -293,34 +293,45 @@ func (w *typeWorker) memberResource(cluster, namespace string) (dynamic.Resource
 	return dyn.Resource(w.gvr).Namespace(namespace), nil
 }
 
-// execute carries out a member's plan for a federated object and returns
-// the outcome in that member.
-func (w *typeWorker) execute(ctx context.Context, cluster string, p *clusterPlan) outcome {
+// execute carries out a member's plan for the federated object key and
+// returns the outcome in that member. The object is read from the host
+// cache, not kept in the plan: a plan whose object changed since (a newer
+// generation, other removal annotations, another UID) is superseded, as
+// the planner has the change queued, and nothing is done.
+func (w *typeWorker) execute(ctx context.Context, cluster, key string, p *clusterPlan) (outcome, bool) {
+	if p.action == actionRelease {
+		return w.releaseIn(ctx, cluster, p), true
+	}
+	obj, exists, err := w.informer.GetIndexer().GetByKey(key)
+	if err != nil || !exists {
+		return outcome{}, false
+	}
+	fed, ok := obj.(*unstructured.Unstructured)
+	if !ok || planIdentity(p.action, fed) != p.identity {
+		return outcome{}, false
+	}
 	switch p.action {
 	case actionSync:
-		return w.syncPlaced(ctx, cluster, p)
+		return w.syncPlaced(ctx, fed, cluster, p), true
 	case actionRemove:
-		namespace, name := w.memberName(p.fed)
+		namespace, name := w.memberName(fed)
 		current := w.cached(cluster, namespace, name)
 		if current == nil {
 			if ok, o := w.memberCache(cluster); !ok {
-				return o
+				return o, true
 			}
-			return outcome{cluster: cluster}
+			return outcome{cluster: cluster}, true
 		}
-		return w.removeUnplaced(ctx, p.fed, cluster, current)
-	case actionDelete:
-		return w.deleteIn(ctx, p.fed, cluster)
+		return w.removeUnplaced(ctx, fed, cluster, current), true
 	default:
-		return w.releaseIn(ctx, cluster, p)
+		return w.deleteIn(ctx, fed, cluster), true
 	}
 }
 
 // syncPlaced creates or updates the copy of a federated object in a member
 // it is placed on. The desired object is rendered once per plan: a change
 // of the member's copy alone is checked against the same rendering.
-func (w *typeWorker) syncPlaced(ctx context.Context, cluster string, p *clusterPlan) outcome {
-	fed := p.fed
+func (w *typeWorker) syncPlaced(ctx context.Context, fed *unstructured.Unstructured, cluster string, p *clusterPlan) outcome {
 	if ok, o := w.memberCache(cluster); !ok {
 		return o
 	}
@@ -608,7 +619,7 @@ func (w *typeWorker) planDeletion(key string, fed *unstructured.Unstructured) ti
 	set := w.e.clusterSet()
 	deadline := fed.GetDeletionTimestamp().Add(w.e.opts.NotReadyClusterDeletionTimeout)
 	namespace, name := w.memberName(fed)
-	st := &objectState{fed: fed, uid: fed.GetUID(), generation: fed.GetGeneration(), deleting: true, clusters: map[string]*clusterEntry{}}
+	st := &objectState{uid: fed.GetUID(), generation: fed.GetGeneration(), deleting: true, clusters: map[string]*clusterEntry{}}
 	now := time.Now()
 	var requeue time.Duration
 	for _, c := range set.Names() {
@@ -627,7 +638,7 @@ func (w *typeWorker) planDeletion(key string, fed *unstructured.Unstructured) ti
 			}
 			continue
 		}
-		st.clusters[c] = &clusterEntry{plan: &clusterPlan{action: actionDelete, fed: fed, created: now, identity: planIdentity(actionDelete, fed)}}
+		st.clusters[c] = &clusterEntry{plan: &clusterPlan{action: actionDelete, created: now, identity: planIdentity(actionDelete, fed)}}
 	}
 	w.publish(key, st)
 	return requeue
@@ -694,7 +705,7 @@ func (w *typeWorker) planRelease(key string) {
 	if w.e.opts.Scope == corev1beta1.NamespaceScoped && namespace != w.e.opts.Namespace {
 		return
 	}
-	st := &objectState{clusters: map[string]*clusterEntry{}}
+	st := &objectState{gone: true, clusters: map[string]*clusterEntry{}}
 	now := time.Now()
 	for _, c := range w.e.opts.Readiness.ReadyClusters() {
 		if w.cached(c, namespace, name) == nil {

@@ -139,7 +139,7 @@ func (w *typeWorker) syncStatus(ctx context.Context, key string) (time.Duration,
 	if err != nil {
 		return 0, err
 	}
-	if st.fed == nil {
+	if st.gone {
 		// Copies of an object that is gone: forget them once released.
 		if !exists && released {
 			w.dropStateIf(key, st)
@@ -203,6 +203,17 @@ func cacheBehind(rv string, rec statusRecord) bool {
 		return c < 0
 	}
 	return rv == rec.before
+}
+
+// statusSeen forgets our last status write of an object once the host
+// cache shows it (or something newer).
+func (w *typeWorker) statusSeen(fed *unstructured.Unstructured) {
+	key := objectKey(fed)
+	w.statusMu.Lock()
+	defer w.statusMu.Unlock()
+	if rec, ok := w.statusWritten[key]; ok && !cacheBehind(fed.GetResourceVersion(), rec) {
+		delete(w.statusWritten, key)
+	}
 }
 
 // writeStatus writes fed's status when it changed. It is a merge patch of

@@ -141,6 +141,9 @@ func newTypeWorker(e *Engine, ftc *corev1beta1.FederatedTypeConfig) (*typeWorker
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(*unstructured.Unstructured)
 			n, ok2 := newObj.(*unstructured.Unstructured)
+			if ok2 {
+				w.statusSeen(n)
+			}
 			// Status writes, ours included, do not change what is desired;
 			// nor does adding our finalizer, which the reconcile that added
 			// it goes on from. Reconciling again on a copy that does not
