@@ -76,7 +76,9 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.statusCollection, "status-collection", true, "KubeFedConfig feature gate RawResourceStatusCollection")
 	fs.DurationVar(&o.idle, "idle", time.Minute, "idle period of the steady-state scenario")
 	fs.DurationVar(&o.waveTimeout, "wave-timeout", 30*time.Minute, "longest a wave may take before it is reported incomplete")
-	fs.StringVar(&o.out, "out", ".local/bench/results.json", "JSON results file; empty for none")
+	// Not under .local, which the demo and clusters-up own and refuse to
+	// wipe when it holds anything else.
+	fs.StringVar(&o.out, "out", ".bench/results.json", "JSON results file; empty for none")
 	fs.StringVar(&o.workDir, "workdir", "", "directory for the clusters' data; a fresh temporary one when empty")
 	fs.BoolVar(&o.keep, "keep", false, "leave the work directory (logs, etcd data) after the run")
 	fs.StringVar(&o.controllerMgr, "cm-binary", "", "controller-manager binary under test; bin/controller-manager when empty")
