@@ -3,13 +3,17 @@
 // object equal to the object's template, placement and overrides, and writes
 // the outcome to the federated object's status.
 //
-// One Engine serves every type. Each type gets a host informer of its
-// federated objects, a work queue drained by many workers, and a
-// subscription to the shared member caches of pkg/informermanager, so that
-// a change in a member re-enqueues only the federated object it belongs to.
-// A member copy is written only when it differs from what is desired: the
-// desired object's hash, stored in an annotation of the copy, tells a
-// template or override change, and a comparison of the desired fields with
-// the copy tells a change made by hand (drift). Steady state and a restart
-// over propagated objects therefore write nothing.
+// The unit of work is (federated object, member cluster). Per type, a
+// planner turns each federated object into one plan per member (sync,
+// remove, delete or release) without waiting for any member; per member
+// cluster, a dispatcher with its own queue, workers and backoff carries out
+// the plans of every type, so a slow or hung member holds only its own
+// workers; per type, a status worker aggregates the members' outcomes into
+// one status write per burst. A change of a member's copy goes to that
+// member's dispatcher alone, through the shared member caches of
+// pkg/informermanager. A member copy is written only when it differs from
+// what is desired: the desired object's hash, stored in an annotation of the
+// copy, tells a template or override change, and a comparison of the desired
+// fields with the copy tells a change made by hand (drift). Steady state and
+// a restart over propagated objects therefore write nothing.
 package sync
