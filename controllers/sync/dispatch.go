@@ -51,7 +51,6 @@ func newClusterDispatcher(e *Engine, cluster string) *clusterDispatcher {
 
 func (d *clusterDispatcher) add(typeConfig, key string) {
 	d.queue.Add(dispatchItem{typeConfig: typeConfig, key: key})
-	queueDepth.WithLabelValues(d.cluster).Set(float64(d.queue.Len()))
 }
 
 func (d *clusterDispatcher) addAfter(typeConfig, key string, after time.Duration) {
@@ -63,7 +62,6 @@ func (d *clusterDispatcher) stop() {
 	d.cancel()
 	d.queue.ShutDown()
 	<-d.done
-	queueDepth.DeleteLabelValues(d.cluster)
 }
 
 func (d *clusterDispatcher) processNext(ctx context.Context) bool {
@@ -72,7 +70,6 @@ func (d *clusterDispatcher) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer d.queue.Done(item)
-	defer func() { queueDepth.WithLabelValues(d.cluster).Set(float64(d.queue.Len())) }()
 	w := d.e.worker(item.typeConfig)
 	if w == nil {
 		d.queue.Forget(item)

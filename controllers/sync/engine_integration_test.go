@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -217,25 +215,13 @@ func state(ctx context.Context, c client.Client, kind, name string) string {
 	return framework.PropagationState(u)
 }
 
-// copies counts the managed ConfigMaps of the wave in a member, failing on
-// one with the wrong data.
+// copies counts the wave's copies in a member, failing on one with the
+// wrong data.
 func copies(t *testing.T, ctx context.Context, m *framework.Cluster) int {
 	t.Helper()
-	list := &corev1.ConfigMapList{}
-	if err := m.Client.List(ctx, list, client.InNamespace(testNS), client.MatchingLabels{corev1beta1.ManagedByKubeFedLabelKey: "true"}); err != nil {
-		if apierrors.IsNotFound(err) {
-			return 0
-		}
-		t.Fatalf("list copies in %s: %v", m.Name, err)
-	}
-	n := 0
-	for _, c := range list.Items {
-		if i, ok := strings.CutPrefix(c.Name, "cm-"); ok {
-			if c.Data["i"] != i {
-				t.Fatalf("%s in %s has data %v", c.Name, m.Name, c.Data)
-			}
-			n++
-		}
+	n, err := framework.WaveCopies(ctx, m, testNS, "cm-")
+	if err != nil {
+		t.Fatal(err)
 	}
 	return n
 }

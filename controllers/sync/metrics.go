@@ -46,11 +46,6 @@ var (
 		Name: "kubefed_cluster_write_errors_total",
 		Help: "Writes to a member cluster that failed, per cluster, action and reason.",
 	}, []string{"cluster", "action", "reason"})
-	// queueDepth is each member's dispatch queue, for every type.
-	queueDepth = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "kubefed_cluster_dispatch_queue_depth",
-		Help: "Federated objects waiting for a worker of a member cluster's dispatcher, per cluster.",
-	}, []string{"cluster"})
 	// statusWrites counts the status writes to federated objects.
 	statusWrites = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "kubefed_status_writes_total",
@@ -70,5 +65,5 @@ func observeDispatch(cluster, action string, start time.Time, err error) {
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(reconcileDuration, dispatchDuration, propagationLatency, dispatchInFlight,
-		clusterWriteDuration, clusterWriteErrors, queueDepth, statusWrites)
+		clusterWriteDuration, clusterWriteErrors, statusWrites)
 }

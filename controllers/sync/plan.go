@@ -2,6 +2,7 @@ package sync
 
 import (
 	"encoding/json"
+	"strconv"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -30,9 +31,10 @@ const (
 // clusterPlan is what one member must do for one federated object. The
 // object's reconcile makes it; the member's dispatcher carries it out, as
 // often as the member's copy changes, without the object being reconciled
-// again. A plan is immutable once published but for its rendering, which
-// only the dispatcher worker holding the plan's item touches: a work queue
-// never hands one item to two workers at once.
+// again. A plan is immutable once published but for its rendering and the
+// fingerprint of the copy last checked, which only the dispatcher worker
+// holding the plan's item touches: a work queue never hands one item to
+// two workers at once.
 type clusterPlan struct {
 	action planAction
 	// identity tells an equal plan made by a later reconcile, which then
@@ -58,7 +60,7 @@ type clusterPlan struct {
 // object's UID, generation and the annotations that steer removal.
 func planIdentity(action planAction, fed *unstructured.Unstructured) string {
 	if fed == nil {
-		return string(rune('0' + action))
+		return strconv.Itoa(int(action))
 	}
 	a := fed.GetAnnotations()
 	b, _ := json.Marshal([]any{action, fed.GetUID(), fed.GetGeneration(),

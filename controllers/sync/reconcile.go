@@ -314,15 +314,15 @@ func (w *typeWorker) execute(ctx context.Context, cluster, key string, p *cluste
 	case actionSync:
 		return w.syncPlaced(ctx, fed, cluster, p), true
 	case actionRemove:
+		if ok, o := w.memberCache(cluster); !ok {
+			return o, true
+		}
 		namespace, name := w.memberName(fed)
 		current := w.cached(cluster, namespace, name)
 		if current == nil {
-			if ok, o := w.memberCache(cluster); !ok {
-				return o, true
-			}
 			return outcome{cluster: cluster}, true
 		}
-		return w.removeUnplaced(ctx, fed, cluster, current), true
+		return w.removeCopy(ctx, fed, cluster, current), true
 	default:
 		return w.deleteIn(ctx, fed, cluster), true
 	}
@@ -510,13 +510,10 @@ func (w *typeWorker) update(ctx context.Context, fed *unstructured.Unstructured,
 	return out
 }
 
-// removeUnplaced removes the copy in a member fed is no longer placed on:
-// it is deleted, or only unlabelled when fed is marked to orphan or the copy
-// is the host's own namespace.
-func (w *typeWorker) removeUnplaced(ctx context.Context, fed *unstructured.Unstructured, cluster string, current *unstructured.Unstructured) outcome {
-	if ok, o := w.memberCache(cluster); !ok {
-		return o
-	}
+// removeCopy removes a member copy of fed, which is no longer placed there
+// or is being deleted: it is deleted, or only unlabelled when fed is marked
+// to orphan or the copy is the host's own namespace.
+func (w *typeWorker) removeCopy(ctx context.Context, fed *unstructured.Unstructured, cluster string, current *unstructured.Unstructured) outcome {
 	keep, err := w.keepCopy(ctx, fed, cluster)
 	if err != nil {
 		return outcome{cluster: cluster, listed: true, status: typesv1beta1.RetrievalFailed, message: err.Error()}
@@ -657,18 +654,13 @@ func (w *typeWorker) deleteIn(ctx context.Context, fed *unstructured.Unstructure
 	if current == nil {
 		return outcome{cluster: c}
 	}
-	keep, err := w.keepCopy(ctx, fed, c)
-	if err != nil {
-		return outcome{cluster: c, listed: true, status: typesv1beta1.RetrievalFailed, message: err.Error(), requeue: 5 * time.Second}
+	o := w.removeCopy(ctx, fed, c, current)
+	if o.status == typesv1beta1.RetrievalFailed {
+		// Telling the host's own namespace failed; a deletion looks again
+		// in 5 s rather than backing off.
+		o.requeue = 5 * time.Second
 	}
-	if keep {
-		return w.removeLabel(ctx, fed, c, current)
-	}
-	opts, err := deleteOptions(fed)
-	if err != nil {
-		return outcome{cluster: c, listed: true, status: typesv1beta1.DeletionFailed, message: err.Error()}
-	}
-	return w.deleteCopy(ctx, fed, c, current, opts)
+	return o
 }
 
 // releaseFinalizer lets the apiserver delete fed once no member holds a

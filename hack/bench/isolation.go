@@ -43,11 +43,7 @@ func (r *runner) isolationWaves(ctx context.Context) error {
 		res.Clusters = len(clusters) - 1
 		return r.measured(ctx, res, func() error {
 			return around(func() error {
-				return r.wave(ctx, res, items, 0, healthy, func(ctx context.Context, it item) error {
-					_, err := r.env.host.dyn.Resource(it.r.fedGVR).Namespace(benchNS).
-						Create(ctx, federatedObject(it.r, it.name, 0, clusters), metav1.CreateOptions{})
-					return err
-				})
+				return r.wave(ctx, res, items, 0, healthy, r.creator(clusters))
 			})
 		})
 	}

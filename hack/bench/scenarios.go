@@ -455,11 +455,16 @@ func (r *runner) createWave(ctx context.Context, scenario, prefix string, n int,
 		func(it item, c string) (string, bool) {
 			return wantState(it.r, version{}, c), c != hostName
 		},
-		func(ctx context.Context, it item) error {
-			_, err := r.env.host.dyn.Resource(it.r.fedGVR).Namespace(benchNS).
-				Create(ctx, federatedObject(it.r, it.name, 0, clusters), metav1.CreateOptions{})
-			return err
-		})
+		r.creator(clusters))
+}
+
+// creator writes a wave's federated objects, placed on clusters.
+func (r *runner) creator(clusters []string) func(ctx context.Context, it item) error {
+	return func(ctx context.Context, it item) error {
+		_, err := r.env.host.dyn.Resource(it.r.fedGVR).Namespace(benchNS).
+			Create(ctx, federatedObject(it.r, it.name, 0, clusters), metav1.CreateOptions{})
+		return err
+	}
 }
 
 func (r *runner) patchWave(ctx context.Context, res *result, items []item, want func(it item, c string) (string, bool), patch func(resource) map[string]any) error {

@@ -7,12 +7,10 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -47,19 +45,10 @@ var _ = Describe("Member isolation", Ordered, func() {
 			Should(Equal(fmt.Sprintf("True| %s %s %s", fw.Host.Name, member1.Name, member2.Name)))
 	})
 
-	// copies counts a wave's managed ConfigMaps in a member, failing on
-	// a copy with the wrong data.
 	copies := func(ctx context.Context, c *framework.Cluster, prefix string) int {
 		GinkgoHelper()
-		list := &corev1.ConfigMapList{}
-		Expect(c.Client.List(ctx, list, client.InNamespace(isoNS), client.MatchingLabels{corev1beta1.ManagedByKubeFedLabelKey: "true"})).To(Succeed())
-		n := 0
-		for _, cmap := range list.Items {
-			if i, ok := strings.CutPrefix(cmap.Name, prefix); ok {
-				Expect(cmap.Data["i"]).To(Equal(i), cmap.Name)
-				n++
-			}
-		}
+		n, err := framework.WaveCopies(ctx, c, isoNS, prefix)
+		Expect(err).NotTo(HaveOccurred())
 		return n
 	}
 	wave := func(ctx context.Context, prefix string, n int) {

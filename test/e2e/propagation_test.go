@@ -624,16 +624,7 @@ var _ = Describe("Propagation", Ordered, func() {
 				Should(Equal(fmt.Sprintf("True| %s %s", member1.Name, member2.Name)))
 		}
 		for _, c := range []*framework.Cluster{member1, member2} {
-			list := &corev1.ConfigMapList{}
-			Expect(c.Client.List(ctx, list, client.InNamespace(propNS), client.MatchingLabels{corev1beta1.ManagedByKubeFedLabelKey: "true"})).To(Succeed())
-			seen := map[string]int{}
-			for _, cmap := range list.Items {
-				if strings.HasPrefix(cmap.Name, "wave-") {
-					seen[cmap.Name]++
-					Expect(cmap.Data["i"]).To(Equal(strings.TrimPrefix(cmap.Name, "wave-")))
-				}
-			}
-			Expect(seen).To(HaveLen(n), c.Name)
+			Expect(framework.WaveCopies(ctx, c, propNS, "wave-")).To(Equal(n), c.Name)
 		}
 	})
 

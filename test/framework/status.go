@@ -1,10 +1,15 @@
 package framework
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
 )
 
 // PropagationState renders a federated object's Propagation condition and
@@ -35,4 +40,24 @@ func PropagationState(u *unstructured.Unstructured) string {
 		}
 	}
 	return b.String()
+}
+
+// WaveCopies counts the ConfigMaps of a test wave in a cluster: managed by
+// KubeFed, in namespace, named prefix+i and holding data i=<i>. A copy
+// with other data is an error, naming the copy.
+func WaveCopies(ctx context.Context, c *Cluster, namespace, prefix string) (int, error) {
+	list := &corev1.ConfigMapList{}
+	if err := c.Client.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{corev1beta1.ManagedByKubeFedLabelKey: "true"}); err != nil {
+		return 0, fmt.Errorf("list copies in %s: %w", c.Name, err)
+	}
+	n := 0
+	for _, cm := range list.Items {
+		if i, ok := strings.CutPrefix(cm.Name, prefix); ok {
+			if cm.Data["i"] != i {
+				return n, fmt.Errorf("%s in %s has data %v, want i=%s", cm.Name, c.Name, cm.Data, i)
+			}
+			n++
+		}
+	}
+	return n, nil
 }
