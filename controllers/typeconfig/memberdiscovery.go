@@ -159,12 +159,15 @@ func (d *memberDiscovery) discover(name string, e *discoveryEntry, m member, don
 	e.err = err
 	e.checkedAt = time.Now()
 	e.running = nil
-	close(done)
 	current := d.entries[name] == e
 	d.mu.Unlock()
+	// The change is reported before the waiters wake, so that a caller
+	// holding the answer knows its re-evaluation is already queued.
+	// d.changed never blocks.
 	if changed && current && d.changed != nil {
 		d.changed(name)
 	}
+	close(done)
 }
 
 // forget drops a member's cached discovery, for a member that became

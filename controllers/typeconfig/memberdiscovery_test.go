@@ -276,9 +276,12 @@ func TestMemberDiscoveryForgetAndNewClients(t *testing.T) {
 	before := ch.count()
 	_, _ = d.apis(context.Background(), m)
 	eventually(t, "a refresh to start", func() bool { return s.calls.Load() == 4 })
+	d.mu.Lock()
+	ended := d.entries["member1"].running
+	d.mu.Unlock()
 	d.forget("member1")
 	s.release <- fetchResult{apis: apisWith("other")}
-	time.Sleep(50 * time.Millisecond)
+	<-ended // closed after any change is reported
 	if ch.count() != before {
 		t.Errorf("a forgotten member's discovery was reported as a change")
 	}
