@@ -64,7 +64,7 @@ test: cluster-tools helm build verify unit integration e2e ## Everything CI runs
 verify: ## Fail when generated files are stale, code is unformatted or vet complains.
 	hack/verify.sh
 
-RACE_PACKAGES := ./controllers/... ./pkg/informermanager/... ./pkg/clusterclient/... ./test/framework/...
+RACE_PACKAGES := ./controllers/... ./pkg/informermanager/... ./pkg/clusterclient/... ./pkg/sharding/... ./test/framework/...
 
 .PHONY: unit
 unit: ## Unit tests (no clusters); the packages that start goroutines again under the race detector.

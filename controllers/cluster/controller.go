@@ -12,8 +12,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -49,6 +51,10 @@ type Reconciler struct {
 	// Readiness publishes which members are ready; other controllers gate
 	// work on it. SetupWithManager creates one when nil.
 	Readiness *ReadinessTracker
+	// Leader, when set, makes every replica probe the members (each needs
+	// their clients and readiness) while only the one it reports as the
+	// leader writes their status and events. Nil: only the leader runs.
+	Leader func() bool
 
 	opts      Options
 	reader    client.Reader // the manager's cache
@@ -87,6 +93,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	inNamespace := func(o client.Object) bool { return o.GetNamespace() == opts.Namespace }
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
+		WithOptions(controller.Options{NeedLeaderElection: ptr.To(r.NeedLeaderElection())}).
 		// Status writes bump no generation, so the workers' own writes do
 		// not come back as work; spec changes, creations and deletions do.
 		WatchesRawSource(source.Kind(mgr.GetCache(), &fedv1b1.KubeFedCluster{},
@@ -188,8 +195,12 @@ func (r *Reconciler) forgetVanished(ctx context.Context) {
 	}
 }
 
-// NeedLeaderElection makes only the leader probe and write status.
-func (r *Reconciler) NeedLeaderElection() bool { return true }
+// NeedLeaderElection makes only the leader probe and write status, unless
+// every replica probes (Leader set).
+func (r *Reconciler) NeedLeaderElection() bool { return r.Leader == nil }
+
+// writes reports whether this replica writes status and events.
+func (r *Reconciler) writes() bool { return r.Leader == nil || r.Leader() }
 
 // Reconcile starts a worker for a new KubeFedCluster, makes an existing
 // one probe now after a change of its spec or Secret, and stops the worker

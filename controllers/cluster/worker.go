@@ -101,7 +101,7 @@ func (w *worker) cycle(ctx context.Context) {
 	reported := reportedHealth(cluster.Status.Conditions)
 	w.streak = w.streak.observe(obs.ready())
 	var sum *summary
-	if clients != nil && summaryDue(obs, reported, w.lastSummary, now, r.opts.SummaryPeriod) {
+	if clients != nil && r.writes() && summaryDue(obs, reported, w.lastSummary, now, r.opts.SummaryPeriod) {
 		sum = w.collect(ctx, clients, cluster.Status.APIEnablements)
 		w.lastSummary = now
 	}
@@ -115,9 +115,11 @@ func (w *worker) cycle(ctx context.Context) {
 		return next
 	}
 
-	w.recordEvent(&cluster, obs)
 	next := compute(&cluster.Status)
-	if needsWrite(&cluster.Status, next, now, r.opts.ProbeTimeWriteInterval) {
+	if r.writes() {
+		w.recordEvent(&cluster, obs)
+	}
+	if r.writes() && needsWrite(&cluster.Status, next, now, r.opts.ProbeTimeWriteInterval) {
 		if err := w.writeStatus(ctx, &cluster, next, compute); err != nil && ctx.Err() == nil {
 			w.log.Error(err, "Writing KubeFedCluster status")
 		}

@@ -119,12 +119,17 @@ func (e *Engine) dispatcher(cluster string) *clusterDispatcher {
 
 // removeDispatcher stops the dispatcher of a member that left.
 func (e *Engine) removeDispatcher(cluster string) {
-	e.dispatchMu.Lock()
-	d := e.dispatchers[cluster]
-	delete(e.dispatchers, cluster)
-	e.dispatchMu.Unlock()
-	if d != nil {
+	if d := e.takeDispatcher(cluster); d != nil {
 		// Its workers may be waiting out a write timeout.
 		go d.stop()
 	}
+}
+
+// takeDispatcher removes a member's dispatcher and returns it, if any.
+func (e *Engine) takeDispatcher(cluster string) *clusterDispatcher {
+	e.dispatchMu.Lock()
+	defer e.dispatchMu.Unlock()
+	d := e.dispatchers[cluster]
+	delete(e.dispatchers, cluster)
+	return d
 }

@@ -66,8 +66,25 @@ type Options struct {
 	Readiness *cluster.ReadinessTracker
 	// Members are the shared member caches.
 	Members *MemberCaches
+	// Shard, when set, is this replica's share of the members: it writes
+	// to and reports only the members it holds the fence of. Nil serves
+	// every member, as a single active replica does.
+	Shard Shard
 	// Log receives the engine's logs.
 	Log logr.Logger
+}
+
+// Shard says which member clusters this replica serves; *sharding.Shard
+// implements it.
+type Shard interface {
+	// WriteDeadline is when writes to cluster must have ended, and whether
+	// this replica may write to it at all.
+	WriteDeadline(cluster string) (time.Time, bool)
+	// Holds reports whether this replica may write to cluster now.
+	Holds(cluster string) bool
+	// Assigned reports whether this replica reports on a cluster name that
+	// is not joined.
+	Assigned(cluster string) bool
 }
 
 // Engine propagates every enabled federated type; it implements
@@ -341,4 +358,57 @@ func (e *Engine) isHostCluster(ctx context.Context, name string) (bool, error) {
 // is KubeFed's `<lowercase federated kind>-controller`.
 func (e *Engine) recorder(federatedKind string) record.EventRecorder {
 	return e.events.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: strings.ToLower(federatedKind) + "-controller"})
+}
+
+// serves reports whether this replica writes to cluster.
+func (e *Engine) serves(cluster string) bool {
+	return e.opts.Shard == nil || e.opts.Shard.Holds(cluster)
+}
+
+// reports reports whether this replica writes cluster's entries in the
+// status of federated objects: those of the members it serves, and of
+// names no replica serves (not joined) that hashing gives it.
+func (e *Engine) reports(cluster string, joined bool) bool {
+	if e.opts.Shard == nil {
+		return true
+	}
+	if joined {
+		return e.opts.Shard.Holds(cluster)
+	}
+	return e.opts.Shard.Assigned(cluster)
+}
+
+// Acquired starts serving a member this replica now holds the fence of:
+// its caches start and every object placed on it is planned again.
+func (e *Engine) Acquired(cluster string) {
+	e.opts.Members.Own(cluster)
+	e.clusterEvents.Add(cluster)
+}
+
+// Releasing stops serving a member: its dispatcher's writes end before it
+// returns, then its caches stop and the objects placed on it are planned
+// again without it.
+func (e *Engine) Releasing(cluster string) {
+	if d := e.takeDispatcher(cluster); d != nil {
+		d.stop()
+	}
+	e.opts.Members.Disown(cluster)
+	if e.ctx.Err() == nil {
+		e.clusterEvents.Add(cluster)
+	}
+}
+
+// held are the joined members of set this replica serves, or nil when it
+// serves every member.
+func (e *Engine) held(set placement.ClusterSet) map[string]bool {
+	if e.opts.Shard == nil {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, c := range set.Names() {
+		if e.opts.Shard.Holds(c) {
+			out[c] = true
+		}
+	}
+	return out
 }

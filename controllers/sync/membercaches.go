@@ -17,11 +17,15 @@ import (
 // so a configuration change does not relist every member.
 type MemberCaches struct {
 	*informermanager.Manager
-	registry *clusterclient.Registry
+	registry  *clusterclient.Registry
+	readiness *cluster.ReadinessTracker
 
 	mu gosync.Mutex
 	// added is the clients' generation each member was added with.
 	added map[string]uint64
+	// owned, when not nil, are the only members cached: a replica that
+	// serves a share of the members caches only those.
+	owned map[string]bool
 }
 
 // NewMemberCaches returns member caches fed by registry's clients and
@@ -29,17 +33,63 @@ type MemberCaches struct {
 // them to it, for a Namespaced-scope control plane.
 func NewMemberCaches(registry *clusterclient.Registry, readiness *cluster.ReadinessTracker, namespace string, log logr.Logger) *MemberCaches {
 	m := &MemberCaches{
-		Manager:  informermanager.New(informermanager.Options{Readiness: readiness, Namespace: namespace, Logger: log}),
-		registry: registry,
-		added:    map[string]uint64{},
+		Manager:   informermanager.New(informermanager.Options{Readiness: readiness, Namespace: namespace, Logger: log}),
+		registry:  registry,
+		readiness: readiness,
+		added:     map[string]uint64{},
 	}
 	readiness.AddListener(m)
 	return m
 }
 
+// ShareOnly makes the caches hold only the members passed to Own, for a
+// replica that serves a share of them. Call it before any member is added.
+func (m *MemberCaches) ShareOnly() {
+	m.mu.Lock()
+	if m.owned == nil {
+		m.owned = map[string]bool{}
+	}
+	m.mu.Unlock()
+}
+
+// Own starts caching a member this replica now serves.
+func (m *MemberCaches) Own(name string) {
+	m.mu.Lock()
+	if m.owned != nil {
+		m.owned[name] = true
+	}
+	m.mu.Unlock()
+	if m.Ensure(name) {
+		m.Manager.ClusterReadinessChanged(name, m.readiness.IsReady(name))
+	}
+}
+
+// Disown stops caching a member served by another replica now.
+func (m *MemberCaches) Disown(name string) {
+	m.mu.Lock()
+	share := m.owned != nil
+	if share {
+		delete(m.owned, name)
+	}
+	m.mu.Unlock()
+	if share {
+		m.Remove(name)
+	}
+}
+
+// caches reports whether the member's objects are cached here.
+func (m *MemberCaches) caches(name string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.owned == nil || m.owned[name]
+}
+
 // ClusterReadinessChanged adds a member that became ready with its current
 // clients before its informers are released.
 func (m *MemberCaches) ClusterReadinessChanged(name string, ready bool) {
+	if !m.caches(name) {
+		return
+	}
 	if ready {
 		m.Ensure(name)
 	}
@@ -49,6 +99,9 @@ func (m *MemberCaches) ClusterReadinessChanged(name string, ready bool) {
 // Ensure makes sure the member's informers use its current clients and
 // reports whether the member has clients at all.
 func (m *MemberCaches) Ensure(name string) bool {
+	if !m.caches(name) {
+		return false
+	}
 	clients, ok := m.registry.Get(name)
 	if !ok {
 		return false

@@ -46,6 +46,13 @@ var (
 		Name: "kubefed_cluster_write_errors_total",
 		Help: "Writes to a member cluster that failed, per cluster, action and reason.",
 	}, []string{"cluster", "action", "reason"})
+	// statusConflicts counts the status writes that lost to another
+	// replica's, which are tried again; only replicas serving a share of
+	// the members guard status writes with the resourceVersion.
+	statusConflicts = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "kubefed_status_write_conflicts_total",
+		Help: "Status writes of federated objects that conflicted with another replica's and were tried again.",
+	})
 	// statusWrites counts the status writes to federated objects.
 	statusWrites = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "kubefed_status_writes_total",
@@ -65,5 +72,5 @@ func observeDispatch(cluster, action string, start time.Time, err error) {
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(reconcileDuration, dispatchDuration, propagationLatency, dispatchInFlight,
-		clusterWriteDuration, clusterWriteErrors, statusWrites)
+		clusterWriteDuration, clusterWriteErrors, statusWrites, statusConflicts)
 }

@@ -97,6 +97,15 @@ type objectState struct {
 	clusters        map[string]*clusterEntry
 	// leftBehind are not-ready members a deletion gave up waiting for.
 	leftBehind []string
+	// held, on a replica serving a share of the members, are the joined
+	// members it served when the state was planned: the status entries it
+	// speaks for. Nil speaks for every member.
+	held map[string]bool
+}
+
+// covers reports whether the state speaks for a joined member.
+func (st *objectState) covers(cluster string) bool {
+	return st.held == nil || st.held[cluster]
 }
 
 // setState replaces a federated object's state with next, keeping the plan
@@ -207,10 +216,14 @@ type statusView struct {
 	wait time.Duration
 }
 
-// view collects the outcomes of every member of st as of now.
-func (st *objectState) view(now time.Time) statusView {
+// view collects the outcomes of the members of st as of now: all of them,
+// or those keep accepts when it is set.
+func (st *objectState) view(now time.Time, keep func(string) bool) statusView {
 	var v statusView
 	for name, e := range st.clusters {
+		if keep != nil && !keep(name) {
+			continue
+		}
 		if e.current() {
 			if e.result.pending {
 				v.pending = true

@@ -140,12 +140,12 @@ func TestViewHoldsForMembersUnderWayThenReportsThem(t *testing.T) {
 		"offline": {result: &outcome{cluster: "offline", listed: true, status: typesv1beta1.ClusterNotReady}},
 	})
 
-	v := st.view(start.Add(500 * time.Millisecond))
+	v := st.view(start.Add(500*time.Millisecond), nil)
 	if v.pending || v.wait != statusHold-500*time.Millisecond {
 		t.Fatalf("within the hold: pending=%v wait=%v, want a wait of %v", v.pending, v.wait, statusHold-500*time.Millisecond)
 	}
 
-	v = st.view(start.Add(statusHold + time.Millisecond))
+	v = st.view(start.Add(statusHold+time.Millisecond), nil)
 	if v.wait != 0 || v.pending {
 		t.Fatalf("past the hold: pending=%v wait=%v", v.pending, v.wait)
 	}
@@ -171,7 +171,7 @@ func TestViewHoldsForMembersUnderWayThenReportsThem(t *testing.T) {
 	// A member whose cache is still syncing holds the write however long.
 	syncing := syncPlan(fed, start)
 	st.clusters["syncing"] = &clusterEntry{plan: syncing, result: &outcome{cluster: "syncing", pending: true}, resultOf: syncing}
-	if v := st.view(start.Add(time.Hour)); !v.pending {
+	if v := st.view(start.Add(time.Hour), nil); !v.pending {
 		t.Error("a pending member does not hold the status write")
 	}
 }
@@ -246,5 +246,56 @@ func TestFingerprintIgnoresOnlyStatus(t *testing.T) {
 	noGeneration.SetGeneration(0)
 	if fingerprint(noGeneration) != "" {
 		t.Error("an object without generation has a fingerprint: its data changes would go unchecked")
+	}
+}
+
+// TestOtherReplicasEntriesAreKeptWithWhatTheConditionSaidOfThem: a replica
+// serving member2 rewrites its entry and keeps member1's and member3's,
+// written by others, with the messages the condition had for them, so the
+// replicas agree on the condition and do not rewrite each other's.
+func TestOtherReplicasEntriesAreKeptWithWhatTheConditionSaidOfThem(t *testing.T) {
+	now := time.Now()
+	byOthers := []outcome{
+		{cluster: "member1", listed: true, status: "CreationFailed", message: "admission webhook denied it; retry later"},
+		{cluster: "member3", listed: true, status: "ClusterNotReady"},
+		{cluster: "member4", listed: true, remote: map[string]any{"replicas": int64(2)}},
+	}
+	mine := outcome{cluster: "member2", listed: true, status: "UpdateFailed", message: "conflict"}
+	old := buildStatus(nil, 3, append(slices.Clone(byOthers), mine), "", "", now)
+	keep := func(c string) bool { return c == "member2" }
+
+	got := othersOutcomes(old, keep)
+	sortOutcomes(got)
+	if len(got) != 3 {
+		t.Fatalf("others' outcomes %+v", got)
+	}
+	for i, want := range byOthers {
+		if got[i].cluster != want.cluster || got[i].status != want.status || got[i].message != want.message || !sameJSON(got[i].remote, want.remote) {
+			t.Errorf("entry %d: got %+v, want %+v", i, got[i], want)
+		}
+	}
+	// Rebuilt with the same own outcome, the status is unchanged: no write.
+	again := buildStatus(old, 3, append(got, mine), "", "", now.Add(time.Minute))
+	if !sameJSON(old, again) {
+		t.Errorf("rebuilt status differs:\n%v\n%v", old, again)
+	}
+	// member2 recovers: only its part of the message goes.
+	healed := buildStatus(old, 3, append(othersOutcomes(old, keep), outcome{cluster: "member2", listed: true}), "", "", now)
+	msg := oldCondition(healed)["message"]
+	if msg != "member1: CreationFailed: admission webhook denied it; retry later; member3: ClusterNotReady" {
+		t.Errorf("message after member2 healed: %q", msg)
+	}
+}
+
+func TestClusterMessagesOfAnUnparsableMessageAreEmpty(t *testing.T) {
+	old := map[string]any{
+		"clusters":   []any{map[string]any{"name": "member1", "status": "CreationFailed"}},
+		"conditions": []any{map[string]any{"type": "Propagation", "status": "False", "reason": "CheckClusters", "message": "edited by hand"}},
+	}
+	if got := clusterMessages(old); got["member1"] != "" {
+		t.Errorf("message %q recovered from an unrelated text", got["member1"])
+	}
+	if got := othersOutcomes(old, func(string) bool { return false }); len(got) != 1 || got[0].status != "CreationFailed" {
+		t.Errorf("others' outcomes %+v", got)
 	}
 }

@@ -176,6 +176,7 @@ func (w *typeWorker) plan(key string, fed *unstructured.Unstructured) time.Durat
 		w.publish(key, st)
 		return 0
 	}
+	st.held = w.e.held(set)
 	now := time.Now()
 	local := func(o outcome) { st.clusters[o.cluster] = &clusterEntry{result: &o} }
 	planned := func(cluster string, p *clusterPlan) {
@@ -186,11 +187,17 @@ func (w *typeWorker) plan(key string, fed *unstructured.Unstructured) time.Durat
 	byCluster, invalid, opsErr := overrides.PerCluster(fed.Object)
 	placed := make(map[string]bool, len(res.Clusters))
 	for _, name := range res.Unknown {
+		if !w.e.reports(name, false) {
+			continue
+		}
 		local(outcome{cluster: name, listed: true, status: typesv1beta1.ClusterNotFound,
 			message: "spec.placement.clusters names a cluster that is not joined"})
 	}
 	for _, name := range res.Clusters {
 		placed[name] = true
+		if !st.covers(name) {
+			continue
+		}
 		if c, _ := set.Get(name); !c.Ready {
 			local(outcome{cluster: name, listed: true, status: typesv1beta1.ClusterNotReady})
 			continue
@@ -208,7 +215,7 @@ func (w *typeWorker) plan(key string, fed *unstructured.Unstructured) time.Durat
 	// Copies in members the object is no longer placed on are removed.
 	namespace, name := w.memberName(fed)
 	for _, c := range set.Names() {
-		if placed[c] {
+		if placed[c] || !st.covers(c) {
 			continue
 		}
 		if cl, _ := set.Get(c); !cl.Ready {
@@ -226,7 +233,9 @@ func (w *typeWorker) plan(key string, fed *unstructured.Unstructured) time.Durat
 // and has the object's status looked at.
 func (w *typeWorker) publish(key string, st *objectState) {
 	for _, cluster := range w.setState(key, st) {
-		w.e.dispatcher(cluster).add(w.name, key)
+		if w.e.serves(cluster) {
+			w.e.dispatcher(cluster).add(w.name, key)
+		}
 	}
 	w.statusQueue.Add(key)
 }
@@ -299,6 +308,17 @@ func (w *typeWorker) memberResource(cluster, namespace string) (dynamic.Resource
 // generation, other removal annotations, another UID) is superseded, as
 // the planner has the change queued, and nothing is done.
 func (w *typeWorker) execute(ctx context.Context, cluster, key string, p *clusterPlan) (outcome, bool) {
+	if w.e.opts.Shard != nil {
+		// Writes end before this replica's fence of the member could
+		// expire in the eyes of the others.
+		deadline, ok := w.e.opts.Shard.WriteDeadline(cluster)
+		if !ok {
+			return outcome{}, false
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
 	if p.action == actionRelease {
 		return w.releaseIn(ctx, cluster, p), true
 	}
@@ -616,10 +636,14 @@ func (w *typeWorker) planDeletion(key string, fed *unstructured.Unstructured) ti
 	set := w.e.clusterSet()
 	deadline := fed.GetDeletionTimestamp().Add(w.e.opts.NotReadyClusterDeletionTimeout)
 	namespace, name := w.memberName(fed)
-	st := &objectState{uid: fed.GetUID(), generation: fed.GetGeneration(), deleting: true, clusters: map[string]*clusterEntry{}}
+	st := &objectState{uid: fed.GetUID(), generation: fed.GetGeneration(), deleting: true, clusters: map[string]*clusterEntry{},
+		held: w.e.held(set)}
 	now := time.Now()
 	var requeue time.Duration
 	for _, c := range set.Names() {
+		if !st.covers(c) {
+			continue
+		}
 		cl, _ := set.Get(c)
 		if !cl.Ready {
 			if w.cached(c, namespace, name) == nil && !listsCluster(fed.Object, c) {
@@ -700,7 +724,7 @@ func (w *typeWorker) planRelease(key string) {
 	st := &objectState{gone: true, clusters: map[string]*clusterEntry{}}
 	now := time.Now()
 	for _, c := range w.e.opts.Readiness.ReadyClusters() {
-		if w.cached(c, namespace, name) == nil {
+		if !w.e.serves(c) || w.cached(c, namespace, name) == nil {
 			continue
 		}
 		st.clusters[c] = &clusterEntry{plan: &clusterPlan{action: actionRelease, created: now, identity: planIdentity(actionRelease, nil),

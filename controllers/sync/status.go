@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
+
+	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
 
 	typesv1beta1 "github.com/kubefed-io/kubefed/api/types/v1beta1"
 	"github.com/kubefed-io/kubefed/pkg/jsonvalue"
@@ -127,8 +130,10 @@ func (w *typeWorker) syncStatus(ctx context.Context, key string) (time.Duration,
 	st := w.states[key]
 	var v statusView
 	released := false
+	var keep func(string) bool
 	if st != nil {
-		v = st.view(time.Now())
+		keep = w.speaksFor(st)
+		v = st.view(time.Now(), keep)
 		released = st.released()
 	}
 	w.stateMu.Unlock()
@@ -152,7 +157,7 @@ func (w *typeWorker) syncStatus(ctx context.Context, key string) (time.Duration,
 		return 0, nil
 	}
 	if st.reason != "" {
-		return 0, w.writeStatus(ctx, key, fed, nil, st.reason, st.message)
+		return w.writeStatus(ctx, key, fed, nil, st.reason, st.message, nil)
 	}
 	if v.pending {
 		return 0, nil
@@ -161,8 +166,15 @@ func (w *typeWorker) syncStatus(ctx context.Context, key string) (time.Duration,
 		return v.wait, nil
 	}
 	if st.deleting {
-		if anyListed(v.outcomes) {
-			return 0, w.writeStatus(ctx, key, fed, v.outcomes, "", "")
+		if anyListed(v.outcomes) || keep != nil {
+			// A replica serving a share of the members drops its entries
+			// once its copies are gone, which tells the others.
+			if requeue, err := w.writeStatus(ctx, key, fed, v.outcomes, "", "", keep); err != nil || requeue > 0 || anyListed(v.outcomes) {
+				return requeue, err
+			}
+			if keep != nil && w.othersHold(ctx, fed, keep) {
+				return othersHoldRequeue, nil
+			}
 		}
 		return 0, w.releaseFinalizer(ctx, fed, st.leftBehind)
 	}
@@ -173,7 +185,65 @@ func (w *typeWorker) syncStatus(ctx context.Context, key string) (time.Duration,
 	if !failed {
 		w.settled(fed)
 	}
-	return 0, w.writeStatus(ctx, key, fed, v.outcomes, "", "")
+	return w.writeStatus(ctx, key, fed, v.outcomes, "", "", keep)
+}
+
+// othersHoldRequeue is how often a deletion looks again whether members
+// served by other replicas still hold copies.
+const othersHoldRequeue = time.Second
+
+// speaksFor is, on a replica serving a share of the members, which status
+// entries of st's object it writes: those of the joined members it served
+// when st was planned and still serves, and of names not joined that
+// hashing gives it. Nil, on a single active replica, is every entry.
+func (w *typeWorker) speaksFor(st *objectState) func(string) bool {
+	shard := w.e.opts.Shard
+	if shard == nil {
+		return nil
+	}
+	set := w.e.clusterSet()
+	return func(c string) bool {
+		if _, joined := set.Get(c); joined {
+			return st.held[c] && shard.Holds(c)
+		}
+		return shard.Assigned(c)
+	}
+}
+
+// othersHold reports whether members this replica does not serve may still
+// hold managed copies of fed, being deleted: their entries are still in its
+// status, or a live read finds a copy. The read is of members' copies, never
+// a write, so it needs no fence.
+func (w *typeWorker) othersHold(ctx context.Context, fed *unstructured.Unstructured, keep func(string) bool) bool {
+	entries, _, _ := unstructured.NestedSlice(fed.Object, "status", "clusters")
+	for _, e := range entries {
+		if m, ok := e.(map[string]any); ok {
+			if name, _ := m["name"].(string); !keep(name) {
+				return true
+			}
+		}
+	}
+	set := w.e.clusterSet()
+	namespace, name := w.memberName(fed)
+	for _, c := range set.Names() {
+		if cl, _ := set.Get(c); keep(c) || !cl.Ready {
+			continue
+		}
+		r, err := w.memberResource(c, namespace)
+		if err != nil {
+			return true
+		}
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		obj, err := r.Get(cctx, name, metav1.GetOptions{})
+		cancel()
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil || obj.GetLabels()[corev1beta1.ManagedByKubeFedLabelKey] == corev1beta1.ManagedByKubeFedLabelValue {
+			return true
+		}
+	}
+	return false
 }
 
 func anyListed(outcomes []outcome) bool {
@@ -221,18 +291,31 @@ func (w *typeWorker) statusSeen(fed *unstructured.Unstructured) {
 // only writer of an object's status at a time and writes all of it, so a
 // resourceVersion precondition would only add conflicts with our own
 // finalizer and the users' spec writes.
-func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructured.Unstructured, outcomes []outcome, reason, message string) error {
+//
+// On a replica serving a share of the members (keep set), the entries of
+// the others' members are kept as the host cache shows them and the write
+// is guarded by the object's resourceVersion, so that concurrent writes of
+// two replicas conflict instead of one losing the other's entries; the
+// loser tries again once its cache caught up.
+func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructured.Unstructured, outcomes []outcome, reason, message string, keep func(string) bool) (time.Duration, error) {
 	old, _ := fed.Object["status"].(map[string]any)
 	w.statusMu.Lock()
 	rec, ok := w.statusWritten[key]
 	w.statusMu.Unlock()
 	if ok && cacheBehind(fed.GetResourceVersion(), rec) {
+		if keep != nil {
+			// The others' entries must come from the object our write made.
+			return cacheBehindRequeue, nil
+		}
 		// The cache does not show our last write yet.
 		old = rec.status
 	}
+	if keep != nil && reason == "" {
+		outcomes = append(slices.Clone(outcomes), othersOutcomes(old, keep)...)
+	}
 	status := buildStatus(old, fed.GetGeneration(), outcomes, reason, message, time.Now())
 	if sameJSON(old, status) {
-		return nil
+		return 0, nil
 	}
 	if reason != "" && (oldCondition(old) == nil || oldCondition(old)["reason"] != reason) {
 		w.recorder.Eventf(fed, corev1.EventTypeWarning, reason, "%s", message)
@@ -251,24 +334,109 @@ func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructu
 			patch[k] = nil
 		}
 	}
-	body, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"uid": string(fed.GetUID())},
-		"status":   patch,
-	})
+	meta := map[string]any{"uid": string(fed.GetUID())}
+	if keep != nil {
+		meta["resourceVersion"] = fed.GetResourceVersion()
+	}
+	body, err := json.Marshal(map[string]any{"metadata": meta, "status": patch})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	updated, err := w.hostResource(fed.GetNamespace()).Patch(ctx, fed.GetName(), types.MergePatchType, body, metav1.PatchOptions{}, "status")
 	statusWrites.Inc()
 	if err != nil {
+		if apierrors.IsConflict(err) && keep != nil {
+			statusConflicts.Inc()
+			return cacheBehindRequeue, nil
+		}
 		if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) || apierrors.IsConflict(err) {
 			// Deleted, or replaced by an object of the same name.
-			return nil
+			return 0, nil
 		}
-		return fmt.Errorf("write status: %w", err)
+		return 0, fmt.Errorf("write status: %w", err)
 	}
 	w.statusMu.Lock()
 	w.statusWritten[key] = statusRecord{status: status, before: fed.GetResourceVersion(), after: updated.GetResourceVersion()}
 	w.statusMu.Unlock()
-	return nil
+	return 0, nil
+}
+
+// cacheBehindRequeue is how soon a status write is tried again when the
+// host cache does not show the object's latest status yet.
+const cacheBehindRequeue = 100 * time.Millisecond
+
+// othersOutcomes are the entries of old's status.clusters that keep does
+// not accept, written by other replicas, as outcomes: the status, remote
+// status and what the Propagation condition said of each.
+func othersOutcomes(old map[string]any, keep func(string) bool) []outcome {
+	entries, _ := old["clusters"].([]any)
+	said := clusterMessages(old)
+	var out []outcome
+	for _, e := range entries {
+		m, ok := e.(map[string]any)
+		if !ok {
+			continue
+		}
+		name, _ := m["name"].(string)
+		if name == "" || keep(name) {
+			continue
+		}
+		status, _ := m["status"].(string)
+		o := outcome{cluster: name, listed: true, status: typesv1beta1.PropagationStatusValue(status), message: said[name]}
+		if r, ok := m["remoteStatus"]; ok {
+			o.remote = r
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// clusterMessages recovers what the Propagation condition's message says
+// of each failing cluster. buildStatus writes it as "<cluster>: <status>"
+// or "<cluster>: <status>: <message>" per failing entry of status.clusters,
+// in their order, joined by "; ", so each part is found by the prefixes of
+// its own entry and the next one.
+func clusterMessages(old map[string]any) map[string]string {
+	cond := oldCondition(old)
+	if cond == nil || cond["reason"] != typesv1beta1.ReasonCheckClusters {
+		return nil
+	}
+	msg, _ := cond["message"].(string)
+	if len(msg) > maxConditionMessage {
+		msg = strings.TrimSuffix(msg, "…")
+	}
+	entries, _ := old["clusters"].([]any)
+	type part struct{ name, prefix string }
+	var parts []part
+	for _, e := range entries {
+		m, _ := e.(map[string]any)
+		name, _ := m["name"].(string)
+		status, _ := m["status"].(string)
+		if name != "" && status != "" {
+			parts = append(parts, part{name, name + ": " + status})
+		}
+	}
+	out := map[string]string{}
+	pos := 0
+	for i, p := range parts {
+		if !strings.HasPrefix(msg[pos:], p.prefix) {
+			break
+		}
+		end := len(msg)
+		if i+1 < len(parts) {
+			next := strings.Index(msg[pos+len(p.prefix):], "; "+parts[i+1].prefix)
+			if next < 0 {
+				end = -1
+			} else {
+				end = pos + len(p.prefix) + next
+			}
+		}
+		if end < 0 {
+			out[p.name] = strings.TrimPrefix(msg[pos+len(p.prefix):], ": ")
+			break
+		}
+		out[p.name] = strings.TrimPrefix(msg[pos+len(p.prefix):end], ": ")
+		pos = end + 2
+	}
+	return out
 }

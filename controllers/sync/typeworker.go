@@ -144,6 +144,11 @@ func newTypeWorker(e *Engine, ftc *corev1beta1.FederatedTypeConfig) (*typeWorker
 			if ok2 {
 				w.statusSeen(n)
 			}
+			if ok1 && ok2 && w.e.opts.Shard != nil && !reflect.DeepEqual(o.Object["status"], n.Object["status"]) {
+				// Another replica wrote its members' entries: the
+				// Propagation condition adds up every member's.
+				w.statusQueue.Add(objectKey(n))
+			}
 			// Status writes, ours included, do not change what is desired;
 			// nor does adding our finalizer, which the reconcile that added
 			// it goes on from. Reconciling again on a copy that does not
@@ -343,6 +348,10 @@ func (w *typeWorker) memberEvent(ev informermanager.Event) {
 		if statusOnly && !w.collectStatus {
 			return
 		}
+	}
+	if !w.e.serves(ev.Cluster) {
+		// A member handed over a moment ago; its new owner has it.
+		return
 	}
 	if w.planFor(key, ev.Cluster) == nil {
 		if statusOnly {

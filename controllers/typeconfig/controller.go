@@ -13,9 +13,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -81,6 +83,11 @@ type Reconciler struct {
 	// MemberDiscoveryTTL is how long a member's discovery is reused; zero
 	// means 30 seconds.
 	MemberDiscoveryTTL time.Duration
+	// Leader, when set, makes the controller run on every replica, each
+	// starting and stopping its own propagation of the types, while only
+	// the one it reports as the leader writes finalizers, status and
+	// events. Nil: only the leader runs.
+	Leader func() bool
 
 	mu      sync.Mutex
 	running map[string]corev1beta1.FederatedTypeConfigSpec
@@ -112,6 +119,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("federatedtypeconfig").
+		WithOptions(controller.Options{NeedLeaderElection: ptr.To(r.Leader == nil)}).
 		For(&corev1beta1.FederatedTypeConfig{}, builder.WithPredicates(inNamespace, predicate.GenerationChangedPredicate{})).
 		Watches(&corev1beta1.FederatedTypeConfig{}, onNamespacesType, builder.WithPredicates(inNamespace))
 	if r.tracksMembers() {
@@ -180,17 +188,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, err
 	}
+	writes := r.Leader == nil || r.Leader()
 	if !ftc.DeletionTimestamp.IsZero() {
 		r.stop(ftc.Name)
 		forgetPresence(ftc.Name)
-		if controllerutil.RemoveFinalizer(ftc, corev1beta1.FederatedTypeConfigFinalizer) {
+		if writes && controllerutil.RemoveFinalizer(ftc, corev1beta1.FederatedTypeConfigFinalizer) {
 			if err := r.Client.Update(ctx, ftc); err != nil && !apierrors.IsNotFound(err) {
 				return ctrl.Result{}, fmt.Errorf("remove finalizer from FederatedTypeConfig %s: %w", ftc.Name, err)
 			}
 		}
 		return ctrl.Result{}, nil
 	}
-	if controllerutil.AddFinalizer(ftc, corev1beta1.FederatedTypeConfigFinalizer) {
+	if writes && controllerutil.AddFinalizer(ftc, corev1beta1.FederatedTypeConfigFinalizer) {
 		if err := r.Client.Update(ctx, ftc); err != nil {
 			return ctrl.Result{}, fmt.Errorf("add finalizer to FederatedTypeConfig %s: %w", ftc.Name, err)
 		}
@@ -205,6 +214,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	} else {
 		r.stop(ftc.Name)
+	}
+	if !writes {
+		// The leader reports; this replica only runs its share.
+		if startErr != nil {
+			return ctrl.Result{}, startErr
+		}
+		if verdict.retry {
+			return ctrl.Result{RequeueAfter: missingTypeRetry}, nil
+		}
+		return ctrl.Result{}, nil
 	}
 	if verdict.warn {
 		r.Recorder.Eventf(ftc, nil, corev1.EventTypeWarning, verdict.reason, "Reconcile", "%s", verdict.message)

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -31,12 +32,13 @@ import (
 	"github.com/kubefed-io/kubefed/controllers/typeconfig"
 	"github.com/kubefed-io/kubefed/pkg/clusterclient"
 	"github.com/kubefed-io/kubefed/pkg/kubefedconfig"
+	"github.com/kubefed-io/kubefed/pkg/sharding"
 	"github.com/kubefed-io/kubefed/pkg/version"
 	kubefedwebhook "github.com/kubefed-io/kubefed/pkg/webhook"
 )
 
 // LeaderElectionID is the Lease the controller-manager replicas elect a leader on.
-const LeaderElectionID = "kubefed-controller-manager"
+const LeaderElectionID = corev1beta1.ControllerManagerLeaseName
 
 // configPollInterval is how often a running manager checks whether the
 // KubeFedConfig changed; changes are rare and a restart is cheap.
@@ -88,6 +90,11 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	if o.ScaleOut {
+		// Every replica propagates; the singletons still need a leader.
+		o.LeaderElect = true
+		o.ReplicaID = o.replicaID()
+	}
 	cfg.UserAgent = "kubefed-controller-manager/" + version.Version
 	cfg.QPS, cfg.Burst = o.KubeAPIQPS, o.KubeAPIBurst
 	scheme, err := NewScheme()
@@ -98,7 +105,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("host cluster client: %w", err)
 	}
-	log.Info("starting", "version", version.Get().String(), "kubefedNamespace", o.KubeFedNamespace)
+	log.Info("starting", "version", version.Get().String(), "kubefedNamespace", o.KubeFedNamespace, "scaleOut", o.ScaleOut, "replica", o.ReplicaID)
 
 	// Member clients and readiness outlive a restart for a new
 	// KubeFedConfig: reconnecting to every member would be wasted work.
@@ -109,6 +116,9 @@ func Run(ctx context.Context, o Options) error {
 	defer func() {
 		if shared.members != nil {
 			shared.members.Stop()
+		}
+		if shared.dnsMembers != nil && shared.dnsMembers != shared.members {
+			shared.dnsMembers.Stop()
 		}
 	}()
 
@@ -128,6 +138,14 @@ func Run(ctx context.Context, o Options) error {
 				namespace = o.KubeFedNamespace
 			}
 			shared.members = syncctl.NewMemberCaches(shared.registry, shared.readiness, namespace, ctrl.Log.WithName("member-caches"))
+			shared.dnsMembers = shared.members
+			if o.ScaleOut {
+				// A replica caches the objects of its own members only;
+				// the DNS controllers, which run on the leader, read the
+				// Services and Ingresses of every member.
+				shared.members.ShareOnly()
+				shared.dnsMembers = syncctl.NewMemberCaches(shared.registry, shared.readiness, namespace, ctrl.Log.WithName("dns-member-caches"))
+			}
 		}
 		runCtx, cancel := context.WithCancelCause(ctx)
 		mgr, err := newManager(cfg, scheme, o, settings)
@@ -237,6 +255,9 @@ type sharedState struct {
 	registry  *clusterclient.Registry
 	readiness *cluster.ReadinessTracker
 	members   *syncctl.MemberCaches
+	// dnsMembers are the caches the DNS controllers read: members, or
+	// caches of every member when replicas scale out.
+	dnsMembers *syncctl.MemberCaches
 	// engine is the propagation engine of the running manager.
 	engine *syncctl.Engine
 }
@@ -253,13 +274,44 @@ func (s *sharedState) stopTypes() {
 
 // setupControllers registers every controller with the manager.
 func setupControllers(ctx context.Context, cfg *rest.Config, mgr manager.Manager, o Options, kfc *corev1beta1.KubeFedConfig, s *kubefedconfig.Settings, shared *sharedState) error {
+	// With scale-out the controllers that every replica needs run on all
+	// of them and write only on the leader; the others stay leader-only.
+	var leader func() bool
+	if o.ScaleOut {
+		leader = func() bool {
+			select {
+			case <-mgr.Elected():
+				return true
+			default:
+				return false
+			}
+		}
+	}
 	clusters := &cluster.Reconciler{
 		Options:   cluster.OptionsFromConfig(o.KubeFedNamespace, kfc.Spec.ClusterHealthCheck),
 		Registry:  shared.registry,
 		Readiness: shared.readiness,
+		Leader:    leader,
 	}
 	if err := clusters.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the KubeFedCluster controller: %w", err)
+	}
+	var shard *sharding.Shard
+	if o.ScaleOut {
+		kube, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return fmt.Errorf("host client: %w", err)
+		}
+		reader := mgr.GetClient()
+		shard, err = sharding.New(sharding.Options{
+			Client: kube, Namespace: o.KubeFedNamespace, Identity: o.ReplicaID,
+			LeaseDuration: s.LeaseDuration, RetryPeriod: s.RetryPeriod,
+			Clusters: func() ([]string, error) { return joinedClusters(ctx, reader, o.KubeFedNamespace) },
+			Log:      ctrl.Log.WithName("shard"),
+		})
+		if err != nil {
+			return err
+		}
 	}
 	engine, err := syncctl.NewEngine(ctx, syncctl.Options{
 		HostConfig:                     cfg,
@@ -274,12 +326,19 @@ func setupControllers(ctx context.Context, cfg *rest.Config, mgr manager.Manager
 		Registry:                       shared.registry,
 		Readiness:                      shared.readiness,
 		Members:                        shared.members,
+		Shard:                          engineShard(shard),
 		Log:                            ctrl.Log.WithName("propagation"),
 	})
 	if err != nil {
 		return fmt.Errorf("set up the propagation engine: %w", err)
 	}
 	shared.engine = engine
+	if shard != nil {
+		shard.SetHandler(engine)
+		if err := mgr.Add(shard); err != nil {
+			return fmt.Errorf("add the shard: %w", err)
+		}
+	}
 	types := &typeconfig.Reconciler{
 		Runner:           engine,
 		Namespace:        o.KubeFedNamespace,
@@ -287,6 +346,7 @@ func setupControllers(ctx context.Context, cfg *rest.Config, mgr manager.Manager
 		StatusCollection: s.FeatureGates[corev1beta1.RawResourceStatusCollection],
 		Readiness:        shared.readiness,
 		Registry:         shared.registry,
+		Leader:           leader,
 	}
 	if err := types.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the FederatedTypeConfig controller: %w", err)
@@ -306,12 +366,12 @@ func setupControllers(ctx context.Context, cfg *rest.Config, mgr manager.Manager
 		}
 	}
 	if s.FeatureGates[corev1beta1.CrossClusterServiceDiscovery] {
-		if err := (&dns.ServiceDNSRecordReconciler{Namespace: o.KubeFedNamespace, Members: shared.members, Readiness: shared.readiness}).SetupWithManager(mgr); err != nil {
+		if err := (&dns.ServiceDNSRecordReconciler{Namespace: o.KubeFedNamespace, Members: shared.dnsMembers, Readiness: shared.readiness}).SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("set up the ServiceDNSRecord controller: %w", err)
 		}
 	}
 	if s.FeatureGates[corev1beta1.FederatedIngress] {
-		if err := (&dns.IngressDNSRecordReconciler{Namespace: o.KubeFedNamespace, Members: shared.members, Readiness: shared.readiness}).SetupWithManager(mgr); err != nil {
+		if err := (&dns.IngressDNSRecordReconciler{Namespace: o.KubeFedNamespace, Members: shared.dnsMembers, Readiness: shared.readiness}).SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("set up the IngressDNSRecord controller: %w", err)
 		}
 	}
@@ -326,4 +386,28 @@ func setupControllers(ctx context.Context, cfg *rest.Config, mgr manager.Manager
 		}
 	}
 	return nil
+}
+
+// engineShard is shard as the engine's option: nil, not a nil pointer in
+// an interface, when replicas do not scale out.
+func engineShard(shard *sharding.Shard) syncctl.Shard {
+	if shard == nil {
+		return nil
+	}
+	return shard
+}
+
+// joinedClusters are the KubeFedClusters not being deleted, from the cache.
+func joinedClusters(ctx context.Context, c client.Reader, namespace string) ([]string, error) {
+	list := &corev1beta1.KubeFedClusterList{}
+	if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(list.Items))
+	for _, kc := range list.Items {
+		if kc.DeletionTimestamp.IsZero() {
+			out = append(out, kc.Name)
+		}
+	}
+	return out, nil
 }

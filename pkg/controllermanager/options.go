@@ -1,11 +1,16 @@
 package controllermanager
 
 import (
+	"crypto/rand"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
@@ -40,6 +45,13 @@ type Options struct {
 	// about 2.5 objects/s; see docs/performance.md.
 	KubeAPIQPS   float32
 	KubeAPIBurst int
+	// ScaleOut makes every replica active, each serving a share of the
+	// member clusters; the controllers that must be singletons stay
+	// leader-elected. Off, one elected replica does everything.
+	ScaleOut bool
+	// ReplicaID names this replica among those scaling out; it must be
+	// unique among the live ones, such as the Pod's name.
+	ReplicaID string
 }
 
 // DefaultOptions are the flag defaults.
@@ -67,6 +79,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Scope, "scope", o.Scope, "Scope (Cluster or Namespaced) of the KubeFedConfig created when none exists.")
 	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "Port the validating admission webhooks are served on over TLS; 0 disables them.")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", o.WebhookCertDir, "Directory holding the webhooks' serving certificate and key, tls.crt and tls.key.")
+	fs.BoolVar(&o.ScaleOut, "scale-out", o.ScaleOut, "Make every replica active, each propagating to a share of the member clusters (split over the live replicas through Leases); implies --leader-elect for the controllers that must run once.")
+	fs.StringVar(&o.ReplicaID, "replica-id", o.ReplicaID, "Name of this replica with --scale-out, unique among the replicas, such as the Pod's name; the host name and a random suffix when empty.")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Requests per second the controller-manager may send to the host cluster's API server.")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Requests the controller-manager may send to the host cluster's API server in a burst above --kube-api-qps.")
 }
@@ -82,6 +96,9 @@ func (o Options) Validate() error {
 	}
 	if o.WebhookPort < 0 || o.WebhookPort > 65535 {
 		errs = append(errs, fmt.Errorf("--webhook-port must be between 0 and 65535, got %d", o.WebhookPort))
+	}
+	if o.ReplicaID != "" && len(validation.IsDNS1123Subdomain(o.ReplicaID)) > 0 {
+		errs = append(errs, fmt.Errorf("--replica-id must be a lowercase DNS subdomain such as a Pod name, got %q", o.ReplicaID))
 	}
 	if o.Scope != string(corev1beta1.ClusterScoped) && o.Scope != string(corev1beta1.NamespaceScoped) {
 		errs = append(errs, fmt.Errorf("--scope must be %s or %s, got %q", corev1beta1.ClusterScoped, corev1beta1.NamespaceScoped, o.Scope))
@@ -102,4 +119,18 @@ func (o Options) webhookServer() webhook.Server {
 		// the server, and the API server needs nothing more.
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }},
 	})
+}
+
+// replicaID is this replica's name among those scaling out.
+func (o Options) replicaID() string {
+	if o.ReplicaID != "" {
+		return o.ReplicaID
+	}
+	host, err := os.Hostname()
+	if err != nil || len(validation.IsDNS1123Subdomain(strings.ToLower(host))) > 0 {
+		host = "kubefed"
+	}
+	suffix := make([]byte, 4)
+	_, _ = rand.Read(suffix)
+	return fmt.Sprintf("%s-%s", strings.ToLower(host), hex.EncodeToString(suffix))
 }

@@ -10,11 +10,14 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
+	"github.com/kubefed-io/kubefed/pkg/sharding"
 )
 
 const getClustersLong = `List the member clusters joined to the control plane, from the status
@@ -23,7 +26,10 @@ their health checks write into each KubeFedCluster:
             does not (-o wide says why), Unknown before the first check
   VERSION   the cluster's Kubernetes version
   NODES     ready/total nodes
-  ZONES, REGION  from the topology labels of the cluster's nodes`
+  ZONES, REGION  from the topology labels of the cluster's nodes
+  REPLICA   (-o wide) the controller-manager replica that propagates to the
+            cluster: with --scale-out the holder of its fence Lease, else
+            the elected leader`
 
 const getClustersExample = `  # All member clusters
   kubefedctl get clusters
@@ -63,7 +69,7 @@ func newGetClustersCommand(g *globalOptions, streams IOStreams) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&o.output, "output", "o", "",
-		"Output format: wide (adds the reason, message and API endpoint), json or yaml. Defaults to a table.")
+		"Output format: wide (adds the API endpoint, serving replica, reason and message), json or yaml. Defaults to a table.")
 	return cmd
 }
 
@@ -88,7 +94,40 @@ func (o *getClustersOptions) run(ctx context.Context, streams IOStreams, names [
 		fmt.Fprintf(streams.ErrOut, "No member clusters joined in namespace %s.\n", o.g.kubefedNamespace)
 		return nil
 	}
-	return printClusterTable(streams.Out, clusters, clock(), o.output == "wide")
+	var serving func(string) string
+	if o.output == "wide" {
+		serving = servingReplicas(ctx, host.fed, o.g.kubefedNamespace)
+	}
+	return printClusterTable(streams.Out, clusters, clock(), serving)
+}
+
+// servingReplicas tells which replica propagates to each cluster: the
+// holder of its fence Lease when replicas scale out, the leader's
+// otherwise; "<none>" while nobody does (a fence being handed over) and
+// "<unknown>" when the Leases cannot be read.
+func servingReplicas(ctx context.Context, c client.Reader, namespace string) func(string) string {
+	var leases coordinationv1.LeaseList
+	if err := c.List(ctx, &leases, client.InNamespace(namespace), client.MatchingLabels{sharding.LeaseRoleLabel: sharding.RoleFence}); err != nil {
+		return func(string) string { return "<unknown>" }
+	}
+	holder := func(l *coordinationv1.Lease) string { return orNone(ptr.Deref(l.Spec.HolderIdentity, "")) }
+	if len(leases.Items) == 0 {
+		var leader coordinationv1.Lease
+		err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: corev1beta1.ControllerManagerLeaseName}, &leader)
+		switch {
+		case apierrors.IsNotFound(err):
+			return func(string) string { return "<none>" }
+		case err != nil:
+			return func(string) string { return "<unknown>" }
+		}
+		return func(string) string { return holder(&leader) }
+	}
+	fences := map[string]string{}
+	for i := range leases.Items {
+		l := &leases.Items[i]
+		fences[l.Annotations[sharding.ClusterAnnotation]] = holder(l)
+	}
+	return func(cluster string) string { return orNone(fences[cluster]) }
 }
 
 // selectClusters returns the named clusters in the order named, or all
@@ -132,11 +171,14 @@ func clusterList(clusters []corev1beta1.KubeFedCluster) map[string]any {
 	return map[string]any{"apiVersion": "v1", "kind": "List", "items": items, "metadata": map[string]any{}}
 }
 
-func printClusterTable(out io.Writer, clusters []corev1beta1.KubeFedCluster, now time.Time, wide bool) error {
+// printClusterTable prints the clusters; serving, set for -o wide, names
+// the replica serving each.
+func printClusterTable(out io.Writer, clusters []corev1beta1.KubeFedCluster, now time.Time, serving func(string) string) error {
+	wide := serving != nil
 	tw := tabwriter.NewWriter(out, 0, 8, 3, ' ', 0)
 	header := []string{"NAME", "READY", "VERSION", "NODES", "ZONES", "REGION", "AGE"}
 	if wide {
-		header = append(header, "API-ENDPOINT", "REASON", "MESSAGE")
+		header = append(header, "API-ENDPOINT", "REPLICA", "REASON", "MESSAGE")
 	}
 	fmt.Fprintln(tw, strings.Join(header, "\t"))
 	for i := range clusters {
@@ -160,7 +202,7 @@ func printClusterTable(out io.Writer, clusters []corev1beta1.KubeFedCluster, now
 			age(c.CreationTimestamp, now),
 		}
 		if wide {
-			row = append(row, c.Spec.APIEndpoint, orNone(reason), orNone(message))
+			row = append(row, c.Spec.APIEndpoint, serving(c.Name), orNone(reason), orNone(message))
 		}
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}

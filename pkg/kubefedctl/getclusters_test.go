@@ -1,8 +1,15 @@
 package kubefedctl
 
 import (
+	"context"
 	"strings"
 	"testing"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
+	"github.com/kubefed-io/kubefed/pkg/sharding"
 )
 
 // TestGetClustersGolden covers a ready cluster with its version, nodes,
@@ -11,6 +18,13 @@ import (
 func TestGetClustersGolden(t *testing.T) {
 	fixClock(t)
 	h := newStatusHost(t)
+	// Replicas scaling out: member1 and member2 are served, member3's
+	// fence is being handed over.
+	for cluster, holder := range map[string]string{"member1": "kubefed-controller-manager-5f7c-a", "member2": "kubefed-controller-manager-5f7c-b", "member3": ""} {
+		if err := h.fed.Create(context.Background(), fenceLease(cluster, holder)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, tc := range []struct {
 		golden string
 		args   []string
@@ -45,5 +59,35 @@ func TestGetClustersMessagesAndErrors(t *testing.T) {
 		if _, _, err := h.run(t, "", strings.Fields(args)...); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: got %v, want an error containing %q", args, err, want)
 		}
+	}
+}
+
+func fenceLease(cluster, holder string) *coordinationv1.Lease {
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: sharding.FenceLeaseName(cluster),
+			Labels:      map[string]string{sharding.LeaseRoleLabel: sharding.RoleFence},
+			Annotations: map[string]string{sharding.ClusterAnnotation: cluster}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder},
+	}
+}
+
+// TestGetClustersWideNamesTheLeaderWithoutScaleOut: one active replica
+// serves every cluster.
+func TestGetClustersWideNamesTheLeaderWithoutScaleOut(t *testing.T) {
+	h := newStatusHost(t)
+	out, _, err := h.run(t, "", "get", "clusters", "member1", "-o", "wide")
+	if err != nil || !strings.Contains(out, "REPLICA") || !strings.Contains(out, "6443   <none>    ClusterReady") {
+		t.Fatalf("without a leader Lease: %v\n%s", err, out)
+	}
+	holder := "kubefed-controller-manager-5f7c-leader"
+	if err := h.fed.Create(context.Background(), &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: corev1beta1.ControllerManagerLeaseName},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err = h.run(t, "", "get", "clusters", "-o", "wide")
+	if err != nil || strings.Count(out, holder) != 3 {
+		t.Fatalf("with a leader: %v\n%s", err, out)
 	}
 }

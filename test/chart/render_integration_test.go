@@ -127,6 +127,40 @@ func TestControllerManagerDeployment(t *testing.T) {
 	}
 }
 
+// TestScaleOutValues: scaleOut makes every replica active, named by its Pod,
+// with the rights to the shard Leases; off, neither appears.
+func TestScaleOutValues(t *testing.T) {
+	h := newHelm(t)
+	for _, on := range []bool{false, true} {
+		objs := h.template(t, renderNamespace, nil, fmt.Sprintf("controllerManager.scaleOut=%t", on))
+		var d appsv1.Deployment
+		into(t, only(t, objs, "Deployment"), &d)
+		c := d.Spec.Template.Spec.Containers[0]
+		hasArgs := slices.Contains(c.Args, "--scale-out") && slices.Contains(c.Args, "--replica-id=$(POD_NAME)")
+		hasEnv := len(c.Env) == 1 && c.Env[0].Name == "POD_NAME" && c.Env[0].ValueFrom != nil &&
+			c.Env[0].ValueFrom.FieldRef != nil && c.Env[0].ValueFrom.FieldRef.FieldPath == "metadata.name"
+		if hasArgs != on || hasEnv != on {
+			t.Errorf("scaleOut=%t: args %v, env %+v", on, c.Args, c.Env)
+		}
+		listsLeases := false
+		for _, o := range objs {
+			if o.GetKind() != "Role" {
+				continue
+			}
+			var r rbacv1.Role
+			into(t, o, &r)
+			for _, rule := range r.Rules {
+				if slices.Contains(rule.Resources, "leases") && slices.Contains(rule.Verbs, "list") && len(rule.ResourceNames) == 0 {
+					listsLeases = true
+				}
+			}
+		}
+		if listsLeases != on {
+			t.Errorf("scaleOut=%t: a Role lists Leases: %t", on, listsLeases)
+		}
+	}
+}
+
 // TestRBACScope checks the shape of the RBAC per scope: Secrets and the
 // control plane's own objects only in its namespace, the federation's
 // objects cluster-wide only with Cluster scope. The rights themselves are

@@ -88,20 +88,28 @@ func propagationState(u *unstructured.Unstructured) string { return framework.Pr
 // its status subresource too when withStatus is set.
 func writeCount(ctx context.Context, c *framework.Cluster, resource string, withStatus bool) int {
 	GinkgoHelper()
+	return apiserverRequests(ctx, c, func(line string) bool {
+		if !strings.Contains(line, `resource="`+resource+`"`) || (!withStatus && strings.Contains(line, `subresource="status"`)) {
+			return false
+		}
+		for _, v := range []string{"POST", "PUT", "PATCH", "DELETE", "APPLY"} {
+			if strings.Contains(line, `verb="`+v+`"`) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// apiserverRequests sums the apiserver_request_total series of a cluster
+// whose line match accepts.
+func apiserverRequests(ctx context.Context, c *framework.Cluster, match func(line string) bool) int {
+	GinkgoHelper()
 	raw, err := c.Kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	Expect(err).NotTo(HaveOccurred())
 	total := 0
 	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="`+resource+`"`) {
-			continue
-		}
-		isWrite := false
-		for _, v := range []string{"POST", "PUT", "PATCH", "DELETE", "APPLY"} {
-			if strings.Contains(line, `verb="`+v+`"`) {
-				isWrite = true
-			}
-		}
-		if !isWrite || (!withStatus && strings.Contains(line, `subresource="status"`)) {
+		if !strings.HasPrefix(line, "apiserver_request_total{") || !match(line) {
 			continue
 		}
 		fields := strings.Fields(line)
@@ -118,7 +126,7 @@ func writeCount(ctx context.Context, c *framework.Cluster, resource string, with
 // controller-manager (specs may replace it); cleanups deleting the
 // namespace's federated objects, unjoining and stopping *cm are deferred.
 // It returns the controller-manager's directory.
-func startFederation(ctx context.Context, cfg *corev1beta1.KubeFedConfig, namespace string, cm **framework.ControllerManager) string {
+func startFederation(ctx context.Context, cfg *corev1beta1.KubeFedConfig, namespace string, cm **framework.ControllerManager, extraArgs ...string) string {
 	GinkgoHelper()
 	Expect(framework.EnsureNamespace(ctx, fw.Host.Client, kubefedNS)).To(Succeed())
 	Expect(client.IgnoreNotFound(fw.Host.Client.Delete(ctx, &corev1beta1.KubeFedConfig{
@@ -131,7 +139,7 @@ func startFederation(ctx context.Context, cfg *corev1beta1.KubeFedConfig, namesp
 	Expect(err).NotTo(HaveOccurred())
 
 	cmDir := filepath.Join(GinkgoT().TempDir(), "cm")
-	*cm, err = fw.StartControllerManager(ctx, cmDir, "--zap-log-level=debug")
+	*cm, err = fw.StartControllerManager(ctx, cmDir, append([]string{"--zap-log-level=debug"}, extraArgs...)...)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() error { return (*cm).Stop() })
 

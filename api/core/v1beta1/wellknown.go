@@ -8,6 +8,9 @@ const (
 	KubeFedConfigName = "kubefed"
 	// NamespacesTypeConfigName is the FederatedTypeConfig of namespaces.
 	NamespacesTypeConfigName = "namespaces"
+	// ControllerManagerLeaseName is the Lease the controller-manager
+	// replicas elect their leader on, in the KubeFed namespace.
+	ControllerManagerLeaseName = "kubefed-controller-manager"
 
 	// ManagedByKubeFedLabelKey marks member objects the control plane manages.
 	ManagedByKubeFedLabelKey = "kubefed.io/managed"
