@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -80,6 +79,9 @@ type env struct {
 	members     []*cluster
 	cmBin       string
 	cm          *framework.ControllerManager
+	// replicas are the controller-managers beside cm once the scale-out
+	// scenario replaced it with replicas running --scale-out.
+	replicas []*framework.ControllerManager
 }
 
 func logf(format string, args ...any) {
@@ -262,18 +264,8 @@ func waitFor(ctx context.Context, what string, timeout time.Duration, cond func(
 func (e *env) waitMembersReady(ctx context.Context) error {
 	return waitFor(ctx, "every member Ready", 2*time.Minute, func() (bool, error) {
 		for _, m := range e.members {
-			kfc := &corev1beta1.KubeFedCluster{}
-			if err := e.host.client.Get(ctx, client.ObjectKey{Namespace: kubefedNS, Name: m.name}, kfc); err != nil {
-				return false, err
-			}
-			ready := false
-			for _, c := range kfc.Status.Conditions {
-				if c.Type == corev1beta1.ClusterReady && c.Status == corev1.ConditionTrue {
-					ready = true
-				}
-			}
-			if !ready {
-				return false, fmt.Errorf("%s not Ready", m.name)
+			if ready, err := e.memberReady(ctx, m.name); err != nil || !ready {
+				return false, fmt.Errorf("%s not Ready: %v", m.name, err)
 			}
 		}
 		return true, nil
@@ -344,6 +336,9 @@ func (e *env) memberNames() []string {
 }
 
 func (e *env) tearDown() {
+	for _, cm := range e.replicas {
+		_ = cm.Stop()
+	}
 	if e.cm != nil {
 		_ = e.cm.Stop()
 	}

@@ -23,6 +23,15 @@
 //	                1 s to every request, and the last member's apiserver stopped
 //	                with SIGSTOP; throughput and p99 to the other members as a
 //	                ratio to the healthy wave
+//	flip            -flip-n objects on the last member alone; then a wave of
+//	                -isolation-n objects at -rate to the others, once as is and
+//	                once while the last member turns NotReady and Ready again:
+//	                p99 to the others as a ratio to the wave without the flip
+//	scale-out       a wave of -scale-n objects with the controller-manager, then,
+//	                deleted and replaced by 3 replicas with --scale-out, the same
+//	                wave again, and one during which a replica is killed: peak RSS
+//	                per replica and throughput as ratios to one replica's, time to
+//	                converge and copies created twice
 //
 // Presence in the members is observed with watches (informers) on every
 // member, never by polling; latency runs from the moment the bench sends a
@@ -58,11 +67,13 @@ type options struct {
 	controllerMgr    string
 	scenarios        map[string]bool
 	isolationN       int
+	scaleN           int
+	flipN            int
 }
 
 // scenarioFlags are the names -scenarios accepts, in the order they run.
 // update, override, steady and delete work on the objects of create-rate.
-var scenarioFlags = []string{"create-rate", "update", "override", "steady", "delete", "create-max", "limit", "isolation"}
+var scenarioFlags = []string{"create-rate", "update", "override", "steady", "delete", "create-max", "limit", "isolation", "flip", "scale-out"}
 
 func parseFlags(args []string) (options, error) {
 	o := options{}
@@ -72,6 +83,8 @@ func parseFlags(args []string) (options, error) {
 	fs.Float64Var(&o.rate, "rate", 20, "federated objects created per second in the fixed-rate create wave")
 	fs.IntVar(&o.workers, "workers", 16, "concurrent requests of the load generator")
 	fs.IntVar(&o.isolationN, "isolation-n", 200, "FederatedDeployments, and as many FederatedConfigMaps, per isolation wave")
+	fs.IntVar(&o.flipN, "flip-n", 10000, "federated objects on the member that flips NotReady and Ready")
+	fs.IntVar(&o.scaleN, "scale-n", 300, "FederatedDeployments, and as many FederatedConfigMaps, per scale-out wave")
 	fs.IntVar(&o.syncWorkers, "sync-workers", 16, "KubeFedConfig syncController.maxConcurrentReconciles")
 	fs.BoolVar(&o.statusCollection, "status-collection", true, "KubeFedConfig feature gate RawResourceStatusCollection")
 	fs.DurationVar(&o.idle, "idle", time.Minute, "idle period of the steady-state scenario")
@@ -100,8 +113,8 @@ func parseFlags(args []string) (options, error) {
 	switch {
 	case o.members < 1 || o.members > 10:
 		return o, fmt.Errorf("-members must be 1..10, got %d", o.members)
-	case o.n < 1 || o.isolationN < 1:
-		return o, fmt.Errorf("-n and -isolation-n must be positive, got %d and %d", o.n, o.isolationN)
+	case o.n < 1 || o.isolationN < 1 || o.scaleN < 2 || o.flipN < 2:
+		return o, fmt.Errorf("-n and -isolation-n must be positive and -scale-n at least 2, got %d, %d and %d", o.n, o.isolationN, o.scaleN)
 	case o.rate <= 0:
 		return o, fmt.Errorf("-rate must be positive, got %v", o.rate)
 	case o.workers < 1 || o.syncWorkers < 1:

@@ -67,7 +67,13 @@ type result struct {
 	HostCost *hostWrites    `json:"hostWritesPerObject,omitempty"`
 	Counters map[string]int `json:"counters"`
 	Cost     cost           `json:"cost"`
-	Notes    []string       `json:"notes,omitempty"`
+	// Replicas are the cost of each controller-manager replica when
+	// several share the members; Cost is the first one's.
+	Replicas []cost `json:"replicas,omitempty"`
+	// Duplicates are the copies created more than once (scale-out with a
+	// replica killed).
+	Duplicates *int     `json:"duplicatedCreates,omitempty"`
+	Notes      []string `json:"notes,omitempty"`
 }
 
 // hostWrites are the engine's host writes per federated object of a wave:
@@ -229,6 +235,13 @@ func (r *report) print(w io.Writer) {
 	}
 	_ = tw.Flush()
 	for _, res := range r.Results {
+		if len(res.Replicas) > 0 {
+			var parts []string
+			for i, c := range res.Replicas {
+				parts = append(parts, fmt.Sprintf("replica %d: CPU %.1fs, peak RSS %.0f MiB", i, c.CPUSeconds, c.PeakRSSMiB))
+			}
+			fmt.Fprintf(w, "%s: %s\n", res.Scenario, strings.Join(parts, "; "))
+		}
 		for _, n := range res.Notes {
 			fmt.Fprintf(w, "%s: %s\n", res.Scenario, n)
 		}

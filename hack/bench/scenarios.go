@@ -12,6 +12,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubefed-io/kubefed/test/framework"
 )
 
 // Scenario names, as the table and the JSON show them.
@@ -111,10 +113,12 @@ func (r *runner) runAll(ctx context.Context) error {
 			}
 			return r.restart(ctx)
 		}},
-		{"delete", scenarioDelete, func(ctx context.Context) error { return r.deleteWave(ctx, "r", n) }},
+		{"delete", scenarioDelete, func(ctx context.Context) error { return r.deleteWave(ctx, scenarioDelete, "r", n) }},
 		{"create-max", scenarioCreateMax, func(ctx context.Context) error { return r.createWave(ctx, scenarioCreateMax, "m", n, 0) }},
 		{"limit", "limit", r.limitWaves},
 		{"isolation", "isolation", r.isolationWaves},
+		{"flip", "flip", r.flipWaves},
+		{"scale-out", "scale-out", r.scaleOutWaves},
 	}
 	for _, s := range steps {
 		if !r.o.scenarios[s.flag] {
@@ -180,12 +184,22 @@ func (r *runner) measured(ctx context.Context, res *result, body func() error) e
 	}
 	benchBefore := r.benchHostWrites.Load()
 	meter := newCostMeter(func() int { return int(r.cmPID.Load()) })
+	var replicaMeters []*costMeter
+	for _, cm := range r.env.replicas {
+		replicaMeters = append(replicaMeters, newCostMeter(cm.Pid))
+	}
 	cpuBefore := r.env.clusterCPU()
 	bodyErr := body()
 	if err := r.quiesce(ctx); err != nil {
 		return err
 	}
 	res.Cost = meter.end()
+	if len(replicaMeters) > 0 {
+		res.Replicas = []cost{res.Cost}
+		for _, m := range replicaMeters {
+			res.Replicas = append(res.Replicas, m.end())
+		}
+	}
 	res.Cost.ByProcess = map[string]float64{"controller-manager": res.Cost.CPUSeconds}
 	for k, v := range r.env.clusterCPU() {
 		res.Cost.ByProcess[k] = v - cpuBefore[k]
@@ -259,7 +273,7 @@ func (r *runner) quiesce(ctx context.Context) error {
 			return ctx.Err()
 		case <-time.After(time.Second):
 		}
-		metrics, err := r.env.cm.Metrics()
+		idle, err := r.engineIdle()
 		if err != nil {
 			stable = 0
 			continue
@@ -268,9 +282,6 @@ func (r *runner) quiesce(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		queues := r.engineQueues()
-		idle := queueState(metrics, "workqueue_depth", queues...) == 0 &&
-			queueState(metrics, "workqueue_unfinished_work_seconds", queues...) == 0
 		if idle && prev != nil && counts.equal(prev) {
 			stable++
 		} else {
@@ -279,6 +290,25 @@ func (r *runner) quiesce(ctx context.Context) error {
 		prev = counts
 	}
 	return nil
+}
+
+// engineIdle reports whether every running controller-manager has nothing
+// queued or in progress.
+func (r *runner) engineIdle() (bool, error) {
+	queues := r.engineQueues()
+	for _, cm := range append([]*framework.ControllerManager{r.env.cm}, r.env.replicas...) {
+		if cm.Exited() {
+			continue
+		}
+		metrics, err := cm.Metrics()
+		if err != nil {
+			return false, err
+		}
+		if queueState(metrics, "workqueue_depth", queues...) != 0 || queueState(metrics, "workqueue_unfinished_work_seconds", queues...) != 0 {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // drive calls send for every index, at rate per second or, with rate 0,
@@ -524,9 +554,9 @@ func (r *runner) overrideWave(ctx context.Context, prefix string, n int) error {
 // deleteWave deletes every object of a wave and waits until the copies are
 // gone from every member and the federated objects from the host, i.e.
 // their finalizers were released.
-func (r *runner) deleteWave(ctx context.Context, prefix string, n int) error {
+func (r *runner) deleteWave(ctx context.Context, scenario, prefix string, n int) error {
 	items := waveItems(prefix, n)
-	return r.federatedWave(ctx, r.newResult(scenarioDelete, len(items), 0), items, 0,
+	return r.federatedWave(ctx, r.newResult(scenario, len(items), 0), items, 0,
 		func(item, string) (string, bool) { return goneMarker, true },
 		func(ctx context.Context, it item) error {
 			return r.env.host.dyn.Resource(it.r.fedGVR).Namespace(benchNS).Delete(ctx, it.name, metav1.DeleteOptions{})

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
+)
+
+// Readiness-flip scenarios: the last member holds -flip-n objects of its
+// own; a fixed-rate wave to the other members runs once as it is and once
+// while that member turns NotReady and Ready again, which re-plans every
+// one of its objects and rewrites their status twice.
+const (
+	scenarioFlipLoad    = "flip: load the flipping member"
+	scenarioFlipBase    = "flip: without"
+	scenarioFlipFlipped = "flip: member flips"
+)
+
+func (r *runner) flipWaves(ctx context.Context) error {
+	if len(r.env.members) < 2 {
+		logf("  flip needs 2 members or more; skipped")
+		return nil
+	}
+	odd := r.env.members[len(r.env.members)-1]
+	var others []string
+	for _, m := range r.env.members[:len(r.env.members)-1] {
+		others = append(others, m.name)
+	}
+	// -flip-n objects in all, half of each resource, on the odd member only.
+	loadItems := waveItems("fl", r.o.flipN/len(resources))
+	load := r.newResult(scenarioFlipLoad, len(loadItems), 0)
+	load.Clusters = 1
+	if err := r.federatedWave(ctx, load, loadItems, 0,
+		func(it item, c string) (string, bool) { return wantState(it.r, version{}, c), c == odd.name },
+		r.creator([]string{odd.name})); err != nil {
+		return err
+	}
+	toOthers := func(it item, c string) (string, bool) {
+		return wantState(it.r, version{}, c), c != hostName && c != odd.name
+	}
+	wave := func(scenario, prefix string, around func(body func() error) error) error {
+		items := waveItems(prefix, r.o.isolationN)
+		res := r.newResult(scenario, len(items), r.o.rate)
+		res.Clusters = len(others)
+		return r.measured(ctx, res, func() error {
+			return around(func() error { return r.wave(ctx, res, items, r.o.rate, toOthers, r.creator(others)) })
+		})
+	}
+	if err := wave(scenarioFlipBase, "fb", func(body func() error) error { return body() }); err != nil {
+		return err
+	}
+	err := wave(scenarioFlipFlipped, "ff", func(body func() error) error {
+		// NotReady just before the wave, Ready again during it.
+		if err := odd.local.StopAPIServer(); err != nil {
+			return err
+		}
+		if err := r.env.waitReadiness(ctx, odd.name, false); err != nil {
+			return err
+		}
+		logf("  %s NotReady with %d objects", odd.name, len(loadItems))
+		if err := odd.local.StartAPIServer(ctx); err != nil {
+			return err
+		}
+		done := make(chan error, 1)
+		go func() { done <- body() }()
+		if err := r.env.waitReadiness(ctx, odd.name, true); err != nil {
+			return err
+		}
+		logf("  %s Ready again during the wave", odd.name)
+		return <-done
+	})
+	if err != nil {
+		return err
+	}
+	base, flipped := r.report.find(scenarioFlipBase), r.report.find(scenarioFlipFlipped)
+	if base != nil && flipped != nil && base.PerCluster != nil && flipped.PerCluster != nil && flipped.PerCluster.P99 > 0 {
+		r.report.Ratios = append(r.report.Ratios, ratio{Name: "readiness-flip-p99", Value: base.PerCluster.P99 / flipped.PerCluster.P99})
+	}
+	return nil
+}
+
+// memberReady reports whether a member's KubeFedCluster is Ready.
+func (e *env) memberReady(ctx context.Context, name string) (bool, error) {
+	kfc := &corev1beta1.KubeFedCluster{}
+	if err := e.host.client.Get(ctx, client.ObjectKey{Namespace: kubefedNS, Name: name}, kfc); err != nil {
+		return false, err
+	}
+	return kfc.IsReady(), nil
+}
+
+// waitReadiness waits until a member's readiness is ready.
+func (e *env) waitReadiness(ctx context.Context, name string, ready bool) error {
+	return waitFor(ctx, fmt.Sprintf("%s Ready=%t", name, ready), 2*time.Minute, func() (bool, error) {
+		got, err := e.memberReady(ctx, name)
+		return err == nil && got == ready, err
+	})
+}
