@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	gosync "sync"
 	"testing"
 	"time"
 
@@ -34,77 +35,12 @@ const testNS = "engine-test"
 func TestEngine(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	fw, err := framework.Start(ctx, t.TempDir(), 2, testWriter{t})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := fw.Stop(); err != nil {
-			t.Errorf("stopping clusters: %v", err)
-		}
-	})
-	crds, err := framework.ReadCRDs(fw.CRDDirs()...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fw := setUpHost(t, ctx)
 	host := fw.Host.Client
-	if err := framework.InstallCRDs(ctx, host, crds); err != nil {
-		t.Fatal(err)
-	}
-	if err := framework.EnsureNamespace(ctx, host, corev1beta1.DefaultKubeFedNamespace); err != nil {
-		t.Fatal(err)
-	}
-	if err := host.Create(ctx, &corev1beta1.KubeFedConfig{
-		ObjectMeta: metav1.ObjectMeta{Name: corev1beta1.KubeFedConfigName, Namespace: corev1beta1.DefaultKubeFedNamespace},
-		Spec: corev1beta1.KubeFedConfigSpec{
-			Scope: corev1beta1.ClusterScoped,
-			ClusterHealthCheck: &corev1beta1.ClusterHealthCheckConfig{
-				Period:           &metav1.Duration{Duration: time.Second},
-				Timeout:          &metav1.Duration{Duration: 3 * time.Second},
-				FailureThreshold: ptr.To[int64](2),
-			},
-			SyncController: &corev1beta1.SyncControllerConfig{MaxConcurrentReconciles: ptr.To[int64](workers)},
-		},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range []string{"namespaces.yaml", "configmaps.yaml"} {
-		if _, err := fw.Kubectl(ctx, fw.Host.Name, "apply", "--server-side", "-f", filepath.Join(fw.RepoRoot, "config", "default-types", f)); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	ctrl.SetLogger(testr.NewWithOptions(t, testr.Options{Verbosity: 0}))
-	opts := controllermanager.DefaultOptions()
-	opts.Kubeconfig, opts.Context = fw.Kubeconfig, fw.Host.Name
-	opts.MetricsAddr, opts.HealthAddr, opts.WebhookPort = "0", "0", 0
-	cmCtx, stopCM := context.WithCancel(ctx)
-	cmDone := make(chan error, 1)
-	go func() { cmDone <- controllermanager.Run(cmCtx, opts) }()
-	t.Cleanup(func() {
-		stopCM()
-		if err := <-cmDone; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("controller-manager: %v", err)
-		}
-	})
+	runControllerManager(t, ctx, fw)
 
 	member1, member2 := fw.Members[0], fw.Members[1]
-	for _, m := range fw.Members {
-		if _, stderr, err := fw.Kubefedctl(ctx, "join", m.Name, "--cluster-context", m.Name, "--host-cluster-context", fw.Host.Name); err != nil {
-			t.Fatalf("join %s: %v\n%s", m.Name, err, stderr)
-		}
-	}
-	for _, m := range fw.Members {
-		waitFor(t, ctx, m.Name+" Ready", time.Minute, func() bool { return clusterReady(ctx, host, m.Name) })
-	}
-	if err := framework.EnsureNamespace(ctx, host, testNS); err != nil {
-		t.Fatal(err)
-	}
-	both := []string{member1.Name, member2.Name}
-	create(t, ctx, host, fedObject("Namespace", testNS, testNS, map[string]any{}, both))
-	waitFor(t, ctx, "the namespace everywhere", time.Minute, func() bool {
-		return state(ctx, host, "Namespace", testNS) == "True| "+strings.Join(both, " ")
-	})
+	both := joinMembers(t, ctx, fw)
 
 	// A wave while member2 hangs: more objects than workers, so workers
 	// waiting for the hung member would hold back member1's copies.
@@ -160,6 +96,105 @@ func TestEngine(t *testing.T) {
 		}
 		return copies(t, ctx, member1) == 0 && copies(t, ctx, member2) == 0
 	})
+}
+
+// setUpHost starts a host and two members, installs the CRDs, a
+// KubeFedConfig with fast probes and the namespaces and configmaps types.
+func setUpHost(t *testing.T, ctx context.Context) *framework.Framework {
+	t.Helper()
+	fw, err := framework.Start(ctx, t.TempDir(), 2, testWriter{t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := fw.Stop(); err != nil {
+			t.Errorf("stopping clusters: %v", err)
+		}
+	})
+	crds, err := framework.ReadCRDs(fw.CRDDirs()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := fw.Host.Client
+	if err := framework.InstallCRDs(ctx, host, crds); err != nil {
+		t.Fatal(err)
+	}
+	if err := framework.EnsureNamespace(ctx, host, corev1beta1.DefaultKubeFedNamespace); err != nil {
+		t.Fatal(err)
+	}
+	if err := host.Create(ctx, &corev1beta1.KubeFedConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: corev1beta1.KubeFedConfigName, Namespace: corev1beta1.DefaultKubeFedNamespace},
+		Spec: corev1beta1.KubeFedConfigSpec{
+			Scope: corev1beta1.ClusterScoped,
+			ClusterHealthCheck: &corev1beta1.ClusterHealthCheckConfig{
+				Period:           &metav1.Duration{Duration: time.Second},
+				Timeout:          &metav1.Duration{Duration: 3 * time.Second},
+				FailureThreshold: ptr.To[int64](2),
+			},
+			SyncController: &corev1beta1.SyncControllerConfig{MaxConcurrentReconciles: ptr.To[int64](workers)},
+		},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"namespaces.yaml", "configmaps.yaml"} {
+		if _, err := fw.Kubectl(ctx, fw.Host.Name, "apply", "--server-side", "-f", filepath.Join(fw.RepoRoot, "config", "default-types", f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctrl.SetLogger(testr.NewWithOptions(t, testr.Options{Verbosity: 0}))
+	return fw
+}
+
+// runControllerManager runs the whole controller-manager in this process,
+// so that the race detector watches it, until the test ends or the
+// returned function stops it.
+func runControllerManager(t *testing.T, ctx context.Context, fw *framework.Framework, configure ...func(*controllermanager.Options)) (stop func()) {
+	t.Helper()
+	opts := controllermanager.DefaultOptions()
+	opts.Kubeconfig, opts.Context = fw.Kubeconfig, fw.Host.Name
+	opts.MetricsAddr, opts.HealthAddr, opts.WebhookPort = "0", "0", 0
+	for _, c := range configure {
+		c(&opts)
+	}
+	cmCtx, stopCM := context.WithCancel(ctx)
+	cmDone := make(chan error, 1)
+	go func() { cmDone <- controllermanager.Run(cmCtx, opts) }()
+	var once gosync.Once
+	stop = func() {
+		once.Do(func() {
+			stopCM()
+			if err := <-cmDone; err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("controller-manager: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// joinMembers joins the members, waits for them to be Ready and federates
+// the test namespace to them; it returns their names.
+func joinMembers(t *testing.T, ctx context.Context, fw *framework.Framework) []string {
+	t.Helper()
+	host := fw.Host.Client
+	var names []string
+	for _, m := range fw.Members {
+		if _, stderr, err := fw.Kubefedctl(ctx, "join", m.Name, "--cluster-context", m.Name, "--host-cluster-context", fw.Host.Name); err != nil {
+			t.Fatalf("join %s: %v\n%s", m.Name, err, stderr)
+		}
+		names = append(names, m.Name)
+	}
+	for _, m := range fw.Members {
+		waitFor(t, ctx, m.Name+" Ready", time.Minute, func() bool { return clusterReady(ctx, host, m.Name) })
+	}
+	if err := framework.EnsureNamespace(ctx, host, testNS); err != nil {
+		t.Fatal(err)
+	}
+	create(t, ctx, host, fedObject("Namespace", testNS, testNS, map[string]any{}, names))
+	waitFor(t, ctx, "the namespace everywhere", time.Minute, func() bool {
+		return state(ctx, host, "Namespace", testNS) == "True| "+strings.Join(names, " ")
+	})
+	return names
 }
 
 // workers is the KubeFedConfig's maxConcurrentReconciles in this test.

@@ -140,6 +140,13 @@ func (w *typeWorker) setState(key string, next *objectState) []string {
 	return dispatch
 }
 
+// hasState reports whether a federated object was planned.
+func (w *typeWorker) hasState(key string) bool {
+	w.stateMu.Lock()
+	defer w.stateMu.Unlock()
+	return w.states[key] != nil
+}
+
 // dropState forgets a federated object's state.
 func (w *typeWorker) dropState(key string) {
 	w.stateMu.Lock()

@@ -102,6 +102,12 @@ func (w *typeWorker) reconcile(ctx context.Context, key string) (time.Duration, 
 		return w.planDeletion(key, fed), nil
 	}
 	if !slices.Contains(fed.GetFinalizers(), corev1beta1.SyncControllerFinalizer) {
+		if shard := w.e.opts.Shard; shard != nil && !shard.Assigned(w.fedGVR.Resource+"/"+key) {
+			// One replica, by hashing, adds the finalizer; the others plan
+			// once it is there (its event brings the object back), or
+			// look again in a moment should that replica be going away.
+			return finalizerWait, nil
+		}
 		fed = fed.DeepCopy()
 		fed.SetFinalizers(append(fed.GetFinalizers(), corev1beta1.SyncControllerFinalizer))
 		updated, err := w.hostResource(fed.GetNamespace()).Update(ctx, fed, metav1.UpdateOptions{})
@@ -115,6 +121,10 @@ func (w *typeWorker) reconcile(ctx context.Context, key string) (time.Duration, 
 	}
 	return w.plan(key, fed), nil
 }
+
+// finalizerWait is how soon a replica that leaves adding the finalizer to
+// another looks at the object again.
+const finalizerWait = 2 * time.Second
 
 func (w *typeWorker) hostResource(namespace string) dynamic.ResourceInterface {
 	if namespace == "" {
@@ -357,6 +367,12 @@ func (w *typeWorker) syncPlaced(ctx context.Context, fed *unstructured.Unstructu
 	}
 	namespace, name := w.memberName(fed)
 	current := w.cached(cluster, namespace, name)
+	if current == nil && w.wrote(cluster, fed, p.hash) {
+		// A copy this engine wrote that the cache does not show yet (a
+		// second look at the plan came before the watch event): read it
+		// rather than create it twice.
+		current = w.liveCopy(ctx, cluster, namespace, name)
+	}
 	if current != nil && p.checked != "" && p.checked == fingerprint(current) {
 		// Only the copy's status changed since it was found up to date.
 		return outcome{cluster: cluster, listed: true, remote: w.remoteStatus(current), checked: p.checked}
@@ -831,6 +847,31 @@ func (w *typeWorker) remember(cluster string, fed *unstructured.Unstructured, ha
 	w.writtenMu.Lock()
 	w.written[writeKey{cluster, objectKey(fed)}] = writeRecord{hash: hash, resourceVersion: rv}
 	w.writtenMu.Unlock()
+}
+
+// wrote reports whether this engine last wrote a copy of fed with hash to
+// the cluster.
+func (w *typeWorker) wrote(cluster string, fed *unstructured.Unstructured, hash string) bool {
+	w.writtenMu.Lock()
+	defer w.writtenMu.Unlock()
+	r, ok := w.written[writeKey{cluster, objectKey(fed)}]
+	return ok && r.hash == hash
+}
+
+// liveCopy reads a member's copy from the member itself; nil when it does
+// not exist or cannot be read, in which case a create finds out.
+func (w *typeWorker) liveCopy(ctx context.Context, cluster, namespace, name string) *unstructured.Unstructured {
+	ri, err := w.memberResource(cluster, namespace)
+	if err != nil {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, w.e.opts.ClusterTimeout)
+	defer cancel()
+	obj, err := ri.Get(cctx, name, metav1.GetOptions{})
+	if err != nil || obj.GetLabels()[corev1beta1.ManagedByKubeFedLabelKey] != corev1beta1.ManagedByKubeFedLabelValue {
+		return nil
+	}
+	return obj
 }
 
 func (w *typeWorker) recorded(cluster string, fed *unstructured.Unstructured, hash, rv string) bool {

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
-
 	typesv1beta1 "github.com/kubefed-io/kubefed/api/types/v1beta1"
 	"github.com/kubefed-io/kubefed/pkg/jsonvalue"
 )

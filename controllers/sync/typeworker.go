@@ -156,7 +156,10 @@ func newTypeWorker(e *Engine, ftc *corev1beta1.FederatedTypeConfig) (*typeWorker
 			// status write to a conflict.
 			if ok1 && ok2 && o.GetGeneration() == n.GetGeneration() && o.GetGeneration() != 0 &&
 				reflect.DeepEqual(o.GetAnnotations(), n.GetAnnotations()) &&
-				(reflect.DeepEqual(o.GetFinalizers(), n.GetFinalizers()) || onlyOurFinalizerAdded(o.GetFinalizers(), n.GetFinalizers())) &&
+				(reflect.DeepEqual(o.GetFinalizers(), n.GetFinalizers()) ||
+					// With a shard, the finalizer may be another replica's
+					// doing, which this one waits for to plan.
+					(onlyOurFinalizerAdded(o.GetFinalizers(), n.GetFinalizers()) && (w.e.opts.Shard == nil || w.hasState(objectKey(n))))) &&
 				n.GetDeletionTimestamp().Equal(o.GetDeletionTimestamp()) {
 				return
 			}

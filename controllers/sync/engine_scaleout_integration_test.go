@@ -1,0 +1,142 @@
+//go:build integration
+
+package sync_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
+	"github.com/kubefed-io/kubefed/pkg/controllermanager"
+	"github.com/kubefed-io/kubefed/pkg/sharding"
+)
+
+// TestEngineScaleOut runs two replicas with --scale-out in this process,
+// under the race detector: each serves one member, the status of every
+// object adds up both replicas' entries, a replica that stops hands its
+// member over at once, and deletion coordinates both.
+func TestEngineScaleOut(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	fw := setUpHost(t, ctx)
+	host := fw.Host.Client
+	names := []string{fw.Members[0].Name, fw.Members[1].Name}
+	var ids []string
+	for i := 0; len(ids) == 0; i++ {
+		a, b := "replica-"+strconv.Itoa(i), "replica-"+strconv.Itoa(i+1)
+		if o := sharding.Assign(names, []string{a, b}); o[names[0]] != o[names[1]] {
+			ids = []string{a, b}
+		}
+	}
+	stops := map[string]func(){}
+	for _, id := range ids {
+		stops[id] = runControllerManager(t, ctx, fw, func(o *controllermanager.Options) { o.ScaleOut, o.ReplicaID = true, id })
+	}
+	fences := func() map[string]string {
+		list := &coordinationv1.LeaseList{}
+		if err := host.List(ctx, list, client.InNamespace(corev1beta1.DefaultKubeFedNamespace), client.MatchingLabels{sharding.LeaseRoleLabel: sharding.RoleFence}); err != nil {
+			return nil
+		}
+		out := map[string]string{}
+		for _, l := range list.Items {
+			out[l.Annotations[sharding.ClusterAnnotation]] = ptr.Deref(l.Spec.HolderIdentity, "")
+		}
+		return out
+	}
+	assigned := sharding.Assign(names, ids)
+	both := joinMembers(t, ctx, fw)
+	waitFor(t, ctx, "each member fenced by its replica", time.Minute, func() bool {
+		f := fences()
+		return f[names[0]] == assigned[names[0]] && f[names[1]] == assigned[names[1]]
+	})
+
+	const n = 3 * workers
+	want := "True| " + strings.Join(both, " ")
+	allPropagated := func(what string, from, to int) {
+		t.Helper()
+		waitFor(t, ctx, what, 2*time.Minute, func() bool {
+			for i := from; i < to; i++ {
+				if state(ctx, host, "ConfigMap", "cm-"+strconv.Itoa(i)) != want {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	for i := range n {
+		create(t, ctx, host, fedObject("ConfigMap", testNS, "cm-"+strconv.Itoa(i), map[string]any{"data": map[string]any{"i": strconv.Itoa(i)}}, both))
+	}
+	// Each replica writes only its member's entry: both entries present
+	// means neither write lost the other's.
+	allPropagated("every object's status listing both replicas' members", 0, n)
+	for _, m := range fw.Members {
+		if got := copies(t, ctx, m); got != n {
+			t.Fatalf("%s has %d copies, want %d", m.Name, got, n)
+		}
+	}
+
+	// Deleting while both replicas serve: the finalizer goes once both
+	// members' copies are gone.
+	gone := func(from, to int) func() bool {
+		return func() bool {
+			for i := from; i < to; i++ {
+				u := &unstructured.Unstructured{}
+				u.SetAPIVersion("types.kubefed.io/v1beta1")
+				u.SetKind("FederatedConfigMap")
+				if err := host.Get(ctx, client.ObjectKey{Namespace: testNS, Name: "cm-" + strconv.Itoa(i)}, u); err == nil {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	for i := range n / 2 {
+		if err := host.Delete(ctx, fedObject("ConfigMap", testNS, "cm-"+strconv.Itoa(i), nil, nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, ctx, "half the objects deleted across both replicas", time.Minute, gone(0, n/2))
+	for _, m := range fw.Members {
+		if got := copies(t, ctx, m); got != n-n/2 {
+			t.Fatalf("%s has %d copies after deleting %d of %d, want %d", m.Name, got, n/2, n, n-n/2)
+		}
+	}
+
+	// The replica serving member1 stops: its member is handed over
+	// without waiting for the fence to expire.
+	leaving := assigned[names[0]]
+	staying := assigned[names[1]]
+	stopped := time.Now()
+	stops[leaving]()
+	waitFor(t, ctx, "member1 handed over", 10*time.Second, func() bool { return fences()[names[0]] == staying })
+	if took := time.Since(stopped); took > 10*time.Second {
+		t.Errorf("the handover took %s", took)
+	}
+	for i := n; i < 2*n; i++ {
+		create(t, ctx, host, fedObject("ConfigMap", testNS, "cm-"+strconv.Itoa(i), map[string]any{"data": map[string]any{"i": strconv.Itoa(i)}}, both))
+	}
+	allPropagated("the next objects propagated by the remaining replica", n, 2*n)
+
+	for i := n / 2; i < 2*n; i++ {
+		if err := host.Delete(ctx, fedObject("ConfigMap", testNS, "cm-"+strconv.Itoa(i), nil, nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, ctx, "copies and federated objects gone", 2*time.Minute, func() bool {
+		list := &unstructured.UnstructuredList{}
+		list.SetAPIVersion("types.kubefed.io/v1beta1")
+		list.SetKind("FederatedConfigMapList")
+		if err := host.List(ctx, list, client.InNamespace(testNS)); err != nil || len(list.Items) > 0 {
+			return false
+		}
+		return copies(t, ctx, fw.Members[0]) == 0 && copies(t, ctx, fw.Members[1]) == 0
+	})
+}
