@@ -117,6 +117,14 @@ func (w *typeWorker) reconcile(ctx context.Context, key string) (time.Duration, 
 			}
 			return 0, err
 		}
+		if w.e.opts.Shard != nil {
+			// A status write guarded by the resourceVersion waits for the
+			// cache to show this write, or it would conflict with it.
+			status, _ := updated.Object["status"].(map[string]any)
+			w.statusMu.Lock()
+			w.statusWritten[key] = statusRecord{status: status, before: fed.GetResourceVersion(), after: updated.GetResourceVersion()}
+			w.statusMu.Unlock()
+		}
 		fed = updated
 	}
 	return w.plan(key, fed), nil
