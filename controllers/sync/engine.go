@@ -90,14 +90,9 @@ type Shard interface {
 // Engine propagates every enabled federated type; it implements
 // typeconfig.TypeRunner. Stop it when its controller-manager stops.
 type Engine struct {
-	opts Options
-	host dynamic.Interface
-	// hostStatus writes the status of federated objects with a rate limit
-	// of its own: a burst of status writes (a member with 10,000 objects
-	// turning NotReady and Ready) must not queue the finalizer writes that
-	// new objects wait for before they propagate.
-	hostStatus dynamic.Interface
-	kube       kubernetes.Interface
+	opts   Options
+	host   dynamic.Interface
+	kube   kubernetes.Interface
 	events record.EventBroadcaster
 
 	ctx    context.Context
@@ -140,10 +135,6 @@ func NewEngine(ctx context.Context, o Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("host dynamic client: %w", err)
 	}
-	hostStatus, err := dynamic.NewForConfig(rest.CopyConfig(o.HostConfig))
-	if err != nil {
-		return nil, fmt.Errorf("host status client: %w", err)
-	}
 	kube, err := kubernetes.NewForConfig(o.HostConfig)
 	if err != nil {
 		return nil, fmt.Errorf("host client: %w", err)
@@ -152,7 +143,7 @@ func NewEngine(ctx context.Context, o Options) (*Engine, error) {
 	events := record.NewBroadcaster(record.WithContext(ctx))
 	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 	return &Engine{
-		opts: o, host: host, hostStatus: hostStatus, kube: kube, events: events,
+		opts: o, host: host, kube: kube, events: events,
 		ctx: ctx, cancel: cancel,
 		workers:       map[string]*typeWorker{},
 		dispatchers:   map[string]*clusterDispatcher{},

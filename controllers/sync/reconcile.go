@@ -135,19 +135,10 @@ func (w *typeWorker) reconcile(ctx context.Context, key string) (time.Duration, 
 const finalizerWait = 2 * time.Second
 
 func (w *typeWorker) hostResource(namespace string) dynamic.ResourceInterface {
-	return namespaced(w.e.host.Resource(w.fedGVR), namespace)
-}
-
-// hostStatusResource is hostResource through the status writes' client.
-func (w *typeWorker) hostStatusResource(namespace string) dynamic.ResourceInterface {
-	return namespaced(w.e.hostStatus.Resource(w.fedGVR), namespace)
-}
-
-func namespaced(r dynamic.NamespaceableResourceInterface, namespace string) dynamic.ResourceInterface {
 	if namespace == "" {
-		return r
+		return w.e.host.Resource(w.fedGVR)
 	}
-	return r.Namespace(namespace)
+	return w.e.host.Resource(w.fedGVR).Namespace(namespace)
 }
 
 // memberName is the namespace and name of a federated object's copies.

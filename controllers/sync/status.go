@@ -341,7 +341,7 @@ func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructu
 	if err != nil {
 		return 0, err
 	}
-	updated, err := w.hostStatusResource(fed.GetNamespace()).Patch(ctx, fed.GetName(), types.MergePatchType, body, metav1.PatchOptions{}, "status")
+	updated, err := w.hostResource(fed.GetNamespace()).Patch(ctx, fed.GetName(), types.MergePatchType, body, metav1.PatchOptions{}, "status")
 	statusWrites.Inc()
 	if err != nil {
 		if apierrors.IsConflict(err) && keep != nil {

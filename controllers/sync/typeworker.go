@@ -17,7 +17,6 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/util/workqueue"
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
@@ -48,11 +47,6 @@ type typeWorker struct {
 	// members' outcomes changed, to write their status.
 	queue       workqueue.TypedRateLimitingInterface[string]
 	statusQueue workqueue.TypedRateLimitingInterface[string]
-	// replans are the objects a member cluster's change affects, fed into
-	// queue at replanRate, so that a member flipping readiness under
-	// thousands of objects does not put them all ahead of the objects
-	// users change meanwhile.
-	replans workqueue.TypedInterface[string]
 
 	// states are the plans and outcomes of every object, per member.
 	stateMu gosync.Mutex
@@ -136,7 +130,6 @@ func newTypeWorker(e *Engine, ftc *corev1beta1.FederatedTypeConfig) (*typeWorker
 	w.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, time.Minute),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: w.name})
-	w.replans = workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: w.name + "-replans"})
 	w.statusQueue = workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, time.Minute),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: w.name + "-status"})
@@ -248,7 +241,6 @@ func (w *typeWorker) start(parent context.Context) {
 			w.e.opts.Members.Ensure(name)
 		}
 		w.unsubscribe = w.e.opts.Members.Subscribe(w.gvr, w.memberEvent)
-		w.done.Go(func() { w.feedReplans(ctx) })
 		for range w.e.opts.Workers {
 			w.done.Go(func() {
 				for w.processNext(ctx) {
@@ -264,33 +256,7 @@ func (w *typeWorker) start(parent context.Context) {
 		<-ctx.Done()
 		w.queue.ShutDown()
 		w.statusQueue.ShutDown()
-		w.replans.ShutDown()
 	}()
-}
-
-// replanRate is how many objects per second a member's change puts into a
-// type's plan queue: 10,000 objects are planned again within 10 s, which
-// is faster than their status can be written, while objects changed
-// meanwhile wait behind few of them.
-const replanRate = 1000
-
-// feedReplans moves the objects member changes affect into the plan queue
-// at replanRate until ctx ends.
-func (w *typeWorker) feedReplans(ctx context.Context) {
-	limiter := flowcontrol.NewTokenBucketRateLimiter(replanRate, replanRate/10)
-	defer limiter.Stop()
-	for {
-		key, shutdown := w.replans.Get()
-		if shutdown {
-			return
-		}
-		if err := limiter.Wait(ctx); err != nil {
-			w.replans.Done(key)
-			return
-		}
-		w.queue.Add(key)
-		w.replans.Done(key)
-	}
 }
 
 // stop ends the type's informer, subscription and workers and waits for them.
@@ -301,7 +267,6 @@ func (w *typeWorker) stop() {
 	w.cancel()
 	w.queue.ShutDown()
 	w.statusQueue.ShutDown()
-	w.replans.ShutDown()
 	w.done.Wait()
 	if w.unsubscribe != nil {
 		w.unsubscribe()
@@ -432,7 +397,7 @@ func (w *typeWorker) enqueueForCluster(name string, set placement.ClusterSet) {
 		if affectsObject(u.Object, name, only) {
 			key, err := toolscache.MetaNamespaceKeyFunc(u)
 			if err == nil {
-				w.replans.Add(key)
+				w.queue.Add(key)
 			}
 		}
 	}

@@ -81,7 +81,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", o.WebhookCertDir, "Directory holding the webhooks' serving certificate and key, tls.crt and tls.key.")
 	fs.BoolVar(&o.ScaleOut, "scale-out", o.ScaleOut, "Make every replica active, each propagating to a share of the member clusters (split over the live replicas through Leases); implies --leader-elect for the controllers that must run once.")
 	fs.StringVar(&o.ReplicaID, "replica-id", o.ReplicaID, "Name of this replica with --scale-out, unique among the replicas, such as the Pod's name; the host name and a random suffix when empty.")
-	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Requests per second each of the controller-manager's host clients may send to the host cluster's API server; the propagation engine's status writes have a client of their own, so that a burst of them never delays propagation.")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Requests per second the controller-manager may send to the host cluster's API server.")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Requests the controller-manager may send to the host cluster's API server in a burst above --kube-api-qps.")
 }
 
