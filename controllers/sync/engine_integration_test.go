@@ -87,14 +87,27 @@ func TestEngine(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	waitAllGone(t, ctx, fw)
+}
+
+// waitAllGone waits until no FederatedConfigMap is left in the test
+// namespace and no member holds a copy of one: their finalizers were
+// released once the copies were gone.
+func waitAllGone(t *testing.T, ctx context.Context, fw *framework.Framework) {
+	t.Helper()
 	waitFor(t, ctx, "copies and federated objects gone", 2*time.Minute, func() bool {
 		list := &unstructured.UnstructuredList{}
 		list.SetAPIVersion("types.kubefed.io/v1beta1")
 		list.SetKind("FederatedConfigMapList")
-		if err := host.List(ctx, list, client.InNamespace(testNS)); err != nil || len(list.Items) > 0 {
+		if err := fw.Host.Client.List(ctx, list, client.InNamespace(testNS)); err != nil || len(list.Items) > 0 {
 			return false
 		}
-		return copies(t, ctx, member1) == 0 && copies(t, ctx, member2) == 0
+		for _, m := range fw.Members {
+			if copies(t, ctx, m) != 0 {
+				return false
+			}
+		}
+		return true
 	})
 }
 

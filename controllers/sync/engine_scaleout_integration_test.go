@@ -9,9 +9,7 @@ import (
 	"testing"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
@@ -41,15 +39,8 @@ func TestEngineScaleOut(t *testing.T) {
 		stops[id] = runControllerManager(t, ctx, fw, func(o *controllermanager.Options) { o.ScaleOut, o.ReplicaID = true, id })
 	}
 	fences := func() map[string]string {
-		list := &coordinationv1.LeaseList{}
-		if err := host.List(ctx, list, client.InNamespace(corev1beta1.DefaultKubeFedNamespace), client.MatchingLabels{sharding.LeaseRoleLabel: sharding.RoleFence}); err != nil {
-			return nil
-		}
-		out := map[string]string{}
-		for _, l := range list.Items {
-			out[l.Annotations[sharding.ClusterAnnotation]] = ptr.Deref(l.Spec.HolderIdentity, "")
-		}
-		return out
+		f, _ := sharding.FenceHolders(ctx, host, corev1beta1.DefaultKubeFedNamespace)
+		return f
 	}
 	assigned := sharding.Assign(names, ids)
 	both := joinMembers(t, ctx, fw)
@@ -130,13 +121,5 @@ func TestEngineScaleOut(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, ctx, "copies and federated objects gone", 2*time.Minute, func() bool {
-		list := &unstructured.UnstructuredList{}
-		list.SetAPIVersion("types.kubefed.io/v1beta1")
-		list.SetKind("FederatedConfigMapList")
-		if err := host.List(ctx, list, client.InNamespace(testNS)); err != nil || len(list.Items) > 0 {
-			return false
-		}
-		return copies(t, ctx, fw.Members[0]) == 0 && copies(t, ctx, fw.Members[1]) == 0
-	})
+	waitAllGone(t, ctx, fw)
 }

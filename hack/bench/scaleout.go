@@ -10,10 +10,6 @@ import (
 	"sync"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
-	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"github.com/kubefed-io/kubefed/pkg/sharding"
 	"github.com/kubefed-io/kubefed/test/framework"
 )
@@ -99,16 +95,7 @@ func (r *runner) scaleOut(ctx context.Context) error {
 
 // fences maps each member to the replica holding its fence.
 func (r *runner) fences(ctx context.Context) (map[string]string, error) {
-	list := &coordinationv1.LeaseList{}
-	if err := r.env.host.client.List(ctx, list, client.InNamespace(kubefedNS),
-		client.MatchingLabels{sharding.LeaseRoleLabel: sharding.RoleFence}); err != nil {
-		return nil, err
-	}
-	out := map[string]string{}
-	for _, l := range list.Items {
-		out[l.Annotations[sharding.ClusterAnnotation]] = ptr.Deref(l.Spec.HolderIdentity, "")
-	}
-	return out, nil
+	return sharding.FenceHolders(ctx, r.env.host.client, kubefedNS)
 }
 
 // killedWave creates a wave and kills the last replica with SIGKILL once

@@ -106,12 +106,11 @@ func (o *getClustersOptions) run(ctx context.Context, streams IOStreams, names [
 // otherwise; "<none>" while nobody does (a fence being handed over) and
 // "<unknown>" when the Leases cannot be read.
 func servingReplicas(ctx context.Context, c client.Reader, namespace string) func(string) string {
-	var leases coordinationv1.LeaseList
-	if err := c.List(ctx, &leases, client.InNamespace(namespace), client.MatchingLabels{sharding.LeaseRoleLabel: sharding.RoleFence}); err != nil {
+	fences, err := sharding.FenceHolders(ctx, c, namespace)
+	if err != nil {
 		return func(string) string { return "<unknown>" }
 	}
-	holder := func(l *coordinationv1.Lease) string { return orNone(ptr.Deref(l.Spec.HolderIdentity, "")) }
-	if len(leases.Items) == 0 {
+	if len(fences) == 0 {
 		var leader coordinationv1.Lease
 		err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: corev1beta1.ControllerManagerLeaseName}, &leader)
 		switch {
@@ -120,12 +119,7 @@ func servingReplicas(ctx context.Context, c client.Reader, namespace string) fun
 		case err != nil:
 			return func(string) string { return "<unknown>" }
 		}
-		return func(string) string { return holder(&leader) }
-	}
-	fences := map[string]string{}
-	for i := range leases.Items {
-		l := &leases.Items[i]
-		fences[l.Annotations[sharding.ClusterAnnotation]] = holder(l)
+		return func(string) string { return orNone(ptr.Deref(leader.Spec.HolderIdentity, "")) }
 	}
 	return func(cluster string) string { return orNone(fences[cluster]) }
 }

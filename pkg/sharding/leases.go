@@ -8,6 +8,8 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Labels and annotations of the Leases the replicas share.
@@ -74,4 +76,19 @@ func (k kubeLeases) delete(ctx context.Context, name, resourceVersion string) er
 		opts.Preconditions = &metav1.Preconditions{ResourceVersion: &resourceVersion}
 	}
 	return k.c.CoordinationV1().Leases(k.namespace).Delete(ctx, name, opts)
+}
+
+// FenceHolders reads the fence Leases in namespace through c and maps each
+// member cluster to the replica holding its fence ("" while it is handed
+// over); it is empty when replicas do not scale out.
+func FenceHolders(ctx context.Context, c client.Reader, namespace string) (map[string]string, error) {
+	var leases coordinationv1.LeaseList
+	if err := c.List(ctx, &leases, client.InNamespace(namespace), client.MatchingLabels{LeaseRoleLabel: RoleFence}); err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(leases.Items))
+	for _, l := range leases.Items {
+		out[l.Annotations[ClusterAnnotation]] = ptr.Deref(l.Spec.HolderIdentity, "")
+	}
+	return out, nil
 }

@@ -12,10 +12,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubefed-io/kubefed/pkg/sharding"
 	"github.com/kubefed-io/kubefed/test/framework"
@@ -43,14 +40,9 @@ var _ = Describe("Scale-out", Ordered, func() {
 
 	// fences maps each cluster to the replica holding its fence Lease.
 	fences := func(ctx context.Context) map[string]string {
-		list := &coordinationv1.LeaseList{}
-		Expect(fw.Host.Client.List(ctx, list, client.InNamespace(kubefedNS),
-			client.MatchingLabels{sharding.LeaseRoleLabel: sharding.RoleFence})).To(Succeed())
-		out := map[string]string{}
-		for _, l := range list.Items {
-			out[l.Annotations[sharding.ClusterAnnotation]] = ptr.Deref(l.Spec.HolderIdentity, "")
-		}
-		return out
+		f, err := sharding.FenceHolders(ctx, fw.Host.Client, kubefedNS)
+		Expect(err).NotTo(HaveOccurred())
+		return f
 	}
 
 	BeforeAll(func(ctx context.Context) {
