@@ -5,7 +5,7 @@ import (
 	gosync "sync"
 	"time"
 
-	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 )
 
 // dispatchItem is one federated object of one type, in one member's queue.
@@ -18,7 +18,7 @@ type dispatchItem struct{ typeConfig, key string }
 type clusterDispatcher struct {
 	e       *Engine
 	cluster string
-	queue   workqueue.TypedRateLimitingInterface[dispatchItem]
+	queue   *workQueue[dispatchItem]
 	cancel  context.CancelFunc
 	done    chan struct{}
 }
@@ -27,9 +27,7 @@ func newClusterDispatcher(e *Engine, cluster string) *clusterDispatcher {
 	ctx, cancel := context.WithCancel(e.ctx)
 	d := &clusterDispatcher{
 		e: e, cluster: cluster, cancel: cancel, done: make(chan struct{}),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[dispatchItem](100*time.Millisecond, time.Minute),
-			workqueue.TypedRateLimitingQueueConfig[dispatchItem]{Name: "cluster-" + cluster}),
+		queue: newQueue[dispatchItem]("cluster-" + cluster),
 	}
 	go func() {
 		<-ctx.Done()
@@ -49,12 +47,9 @@ func newClusterDispatcher(e *Engine, cluster string) *clusterDispatcher {
 	return d
 }
 
-func (d *clusterDispatcher) add(typeConfig, key string) {
-	d.queue.Add(dispatchItem{typeConfig: typeConfig, key: key})
-}
-
-func (d *clusterDispatcher) addAfter(typeConfig, key string, after time.Duration) {
-	d.queue.AddAfter(dispatchItem{typeConfig: typeConfig, key: key}, after)
+// add queues an object of a type at priority, after a delay when after > 0.
+func (d *clusterDispatcher) add(typeConfig, key string, priority int, after time.Duration) {
+	enqueue(d.queue, dispatchItem{typeConfig: typeConfig, key: key}, priority, after)
 }
 
 // stop ends the dispatcher's workers and waits for them.
@@ -65,7 +60,7 @@ func (d *clusterDispatcher) stop() {
 }
 
 func (d *clusterDispatcher) processNext(ctx context.Context) bool {
-	item, shutdown := d.queue.Get()
+	item, priority, shutdown := d.queue.GetWithPriority()
 	if shutdown {
 		return false
 	}
@@ -87,18 +82,18 @@ func (d *clusterDispatcher) processNext(ctx context.Context) bool {
 	}
 	switch w.recordResult(item.key, d.cluster, p, o) {
 	case resultChanged:
-		w.statusQueue.Add(item.key)
+		enqueue(w.statusQueue, item.key, priority, 0)
 	case resultRemoteOnly:
-		w.statusQueue.AddAfter(item.key, statusCoalesceDelay)
+		enqueue(w.statusQueue, item.key, priority, statusCoalesceDelay)
 	}
 	switch {
 	case o.requeue > 0:
 		d.queue.Forget(item)
-		d.queue.AddAfter(item, o.requeue)
+		enqueue(d.queue, item, priority, o.requeue)
 	case retriable(o.status):
 		// A write the member refused or did not answer is tried again
 		// with this member's backoff, as its trouble may pass.
-		d.queue.AddRateLimited(item)
+		d.queue.AddWithOpts(priorityqueue.AddOpts{RateLimited: true, Priority: &priority}, item)
 	default:
 		d.queue.Forget(item)
 	}

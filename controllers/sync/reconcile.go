@@ -70,7 +70,9 @@ type outcome struct {
 	checked string
 }
 
-func (w *typeWorker) reconcile(ctx context.Context, key string) (time.Duration, error) {
+// reconcile plans the object at key; priority is the work's (prompt or
+// bulk), which its dispatch and status writes keep.
+func (w *typeWorker) reconcile(ctx context.Context, key string, priority int) (time.Duration, error) {
 	obj, exists, err := w.informer.GetIndexer().GetByKey(key)
 	if err != nil {
 		return 0, err
@@ -82,7 +84,7 @@ func (w *typeWorker) reconcile(ctx context.Context, key string) (time.Duration, 
 		w.statusMu.Lock()
 		delete(w.statusWritten, key)
 		w.statusMu.Unlock()
-		w.planRelease(key)
+		w.planRelease(key, priority)
 		return 0, nil
 	}
 	fed, ok := obj.(*unstructured.Unstructured)
@@ -99,7 +101,7 @@ func (w *typeWorker) reconcile(ctx context.Context, key string) (time.Duration, 
 		}
 	}
 	if fed.GetDeletionTimestamp() != nil {
-		return w.planDeletion(key, fed), nil
+		return w.planDeletion(key, fed, priority), nil
 	}
 	if !slices.Contains(fed.GetFinalizers(), corev1beta1.SyncControllerFinalizer) {
 		if shard := w.e.opts.Shard; shard != nil && !shard.Assigned(w.fedGVR.Resource+"/"+key) {
@@ -127,7 +129,7 @@ func (w *typeWorker) reconcile(ctx context.Context, key string) (time.Duration, 
 		}
 		fed = updated
 	}
-	return w.plan(key, fed), nil
+	return w.plan(key, fed, priority), nil
 }
 
 // finalizerWait is how soon a replica that leaves adding the finalizer to
@@ -181,7 +183,7 @@ func (w *typeWorker) place(fed *unstructured.Unstructured, set placement.Cluster
 
 // plan decides what every member must do for fed and hands each member
 // whose plan changed to its dispatcher. Nothing here waits for a member.
-func (w *typeWorker) plan(key string, fed *unstructured.Unstructured) time.Duration {
+func (w *typeWorker) plan(key string, fed *unstructured.Unstructured, priority int) time.Duration {
 	w.reportTemplateProblems(fed)
 	set := w.e.clusterSet()
 	res, reason, message := w.place(fed, set)
@@ -191,7 +193,7 @@ func (w *typeWorker) plan(key string, fed *unstructured.Unstructured) time.Durat
 	st := &objectState{uid: fed.GetUID(), generation: fed.GetGeneration(), clusters: map[string]*clusterEntry{}}
 	if reason != "" {
 		st.reason, st.message = reason, message
-		w.publish(key, st)
+		w.publish(key, st, priority)
 		return 0
 	}
 	st.held = w.e.held(set)
@@ -243,19 +245,19 @@ func (w *typeWorker) plan(key string, fed *unstructured.Unstructured) time.Durat
 			planned(c, &clusterPlan{action: actionRemove})
 		}
 	}
-	w.publish(key, st)
+	w.publish(key, st, priority)
 	return 0
 }
 
 // publish makes st the object's state, dispatches the plans that changed
 // and has the object's status looked at.
-func (w *typeWorker) publish(key string, st *objectState) {
+func (w *typeWorker) publish(key string, st *objectState, priority int) {
 	for _, cluster := range w.setState(key, st) {
 		if w.e.serves(cluster) {
-			w.e.dispatcher(cluster).add(w.name, key)
+			w.e.dispatcher(cluster).add(w.name, key, priority, 0)
 		}
 	}
-	w.statusQueue.Add(key)
+	enqueue(w.statusQueue, key, priority, 0)
 }
 
 // cached returns a member's managed copy from the shared cache, or nil.
@@ -652,7 +654,7 @@ func (w *typeWorker) removeLabel(ctx context.Context, fed *unstructured.Unstruct
 // Members that are not Ready are waited for up to the configured timeout
 // from the deletion request; past it fed is released and what is left there
 // is reported in an event. It returns when to plan again.
-func (w *typeWorker) planDeletion(key string, fed *unstructured.Unstructured) time.Duration {
+func (w *typeWorker) planDeletion(key string, fed *unstructured.Unstructured, priority int) time.Duration {
 	if !slices.Contains(fed.GetFinalizers(), corev1beta1.SyncControllerFinalizer) {
 		w.dropState(key)
 		return 0
@@ -685,7 +687,7 @@ func (w *typeWorker) planDeletion(key string, fed *unstructured.Unstructured) ti
 		}
 		st.clusters[c] = &clusterEntry{plan: &clusterPlan{action: actionDelete, created: now, identity: planIdentity(actionDelete, fed)}}
 	}
-	w.publish(key, st)
+	w.publish(key, st, priority)
 	return requeue
 }
 
@@ -734,7 +736,7 @@ func (w *typeWorker) releaseFinalizer(ctx context.Context, fed *unstructured.Uns
 
 // planRelease plans the unlabelling of the member copies of a federated
 // object that no longer exists: they are kept, but no longer managed.
-func (w *typeWorker) planRelease(key string) {
+func (w *typeWorker) planRelease(key string, priority int) {
 	namespace, name, err := toolscache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		return
@@ -758,7 +760,7 @@ func (w *typeWorker) planRelease(key string) {
 		w.dropState(key)
 		return
 	}
-	w.publish(key, st)
+	w.publish(key, st, priority)
 }
 
 // releaseIn unlabels the copy of a federated object that no longer exists.

@@ -18,6 +18,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
 	"github.com/kubefed-io/kubefed/pkg/informermanager"
@@ -28,6 +29,38 @@ import (
 // (a rollout updates a Deployment's status many times a second) into one
 // reconcile, so a busy member cannot flood the host with status writes.
 const statusCoalesceDelay = time.Second
+
+// Work priorities. A change of a federated object, or of one member's copy
+// of it, is planned, dispatched and reported before work fanned out from
+// one change to many objects: a member turning Ready or NotReady, joining,
+// leaving or relabelled, a FederatedNamespace changed. A member with
+// 10,000 objects flipping then re-plans them behind new objects, not in
+// front of them. An item keeps the higher of its priorities.
+const (
+	promptPriority = 0
+	bulkPriority   = -100
+)
+
+// enqueue adds item to q at priority, after a delay when after > 0.
+func enqueue[T comparable](q priorityqueue.PriorityQueue[T], item T, priority int, after time.Duration) {
+	q.AddWithOpts(priorityqueue.AddOpts{Priority: &priority, After: after}, item)
+}
+
+// workQueue is a priority work queue that may be shut down more than once.
+type workQueue[T comparable] struct {
+	priorityqueue.PriorityQueue[T]
+	shutdown gosync.Once
+}
+
+// ShutDown ends the queue; later calls do nothing.
+func (q *workQueue[T]) ShutDown() { q.shutdown.Do(q.PriorityQueue.ShutDown) }
+
+// newQueue is a priority work queue with the engine's backoff.
+func newQueue[T comparable](name string) *workQueue[T] {
+	return &workQueue[T]{PriorityQueue: priorityqueue.New(name, func(o *priorityqueue.Opts[T]) {
+		o.RateLimiter = workqueue.NewTypedItemExponentialFailureRateLimiter[T](100*time.Millisecond, time.Minute)
+	})}
+}
 
 // typeWorker propagates the federated objects of one FederatedTypeConfig.
 type typeWorker struct {
@@ -44,9 +77,10 @@ type typeWorker struct {
 
 	informer toolscache.SharedIndexInformer
 	// queue holds the objects to plan; statusQueue the objects whose
-	// members' outcomes changed, to write their status.
-	queue       workqueue.TypedRateLimitingInterface[string]
-	statusQueue workqueue.TypedRateLimitingInterface[string]
+	// members' outcomes changed, to write their status. Both hand out
+	// prompt work before bulk work.
+	queue       *workQueue[string]
+	statusQueue *workQueue[string]
 
 	// states are the plans and outcomes of every object, per member.
 	stateMu gosync.Mutex
@@ -127,12 +161,8 @@ func newTypeWorker(e *Engine, ftc *corev1beta1.FederatedTypeConfig) (*typeWorker
 		}
 		return obj, nil
 	})
-	w.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, time.Minute),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: w.name})
-	w.statusQueue = workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, time.Minute),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: w.name + "-status"})
+	w.queue = newQueue[string](w.name)
+	w.statusQueue = newQueue[string](w.name + "-status")
 	_, _ = w.informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			w.noteChange(obj)
@@ -310,14 +340,16 @@ func (e *Engine) namespaceChanged(namespace string) {
 			continue
 		}
 		for _, o := range objs {
-			w.enqueueObject(o)
+			if key, err := toolscache.MetaNamespaceKeyFunc(o); err == nil {
+				enqueue(w.queue, key, bulkPriority, 0)
+			}
 		}
 	}
 }
 
 func (w *typeWorker) enqueueAll() {
 	for _, key := range w.informer.GetIndexer().ListKeys() {
-		w.queue.Add(key)
+		enqueue(w.queue, key, bulkPriority, 0)
 	}
 }
 
@@ -372,10 +404,10 @@ func (w *typeWorker) memberEvent(ev informermanager.Event) {
 	}
 	d := w.e.dispatcher(ev.Cluster)
 	if statusOnly {
-		d.addAfter(w.name, key, statusCoalesceDelay)
+		d.add(w.name, key, promptPriority, statusCoalesceDelay)
 		return
 	}
-	d.add(w.name, key)
+	d.add(w.name, key, promptPriority, 0)
 }
 
 // enqueueForCluster enqueues the objects a change of the named member
@@ -397,7 +429,7 @@ func (w *typeWorker) enqueueForCluster(name string, set placement.ClusterSet) {
 		if affectsObject(u.Object, name, only) {
 			key, err := toolscache.MetaNamespaceKeyFunc(u)
 			if err == nil {
-				w.queue.Add(key)
+				enqueue(w.queue, key, bulkPriority, 0)
 			}
 		}
 	}
@@ -415,7 +447,7 @@ func (w *typeWorker) enqueueForCluster(name string, set placement.ClusterSet) {
 	for _, c := range copies {
 		key := w.memberKey(c)
 		if _, exists, _ := w.informer.GetIndexer().GetByKey(key); !exists {
-			w.queue.Add(key)
+			enqueue(w.queue, key, bulkPriority, 0)
 		}
 	}
 }
@@ -443,41 +475,41 @@ func affectsObject(obj map[string]any, name string, only placement.ClusterSet) b
 }
 
 func (w *typeWorker) processNext(ctx context.Context) bool {
-	key, shutdown := w.queue.Get()
+	key, priority, shutdown := w.queue.GetWithPriority()
 	if shutdown {
 		return false
 	}
 	defer w.queue.Done(key)
 	start := time.Now()
-	requeue, err := w.reconcile(ctx, key)
+	requeue, err := w.reconcile(ctx, key, priority)
 	reconcileDuration.Observe(time.Since(start).Seconds())
-	w.settle(w.queue, key, requeue, err, "reconcile")
+	w.settle(w.queue, key, priority, requeue, err, "reconcile")
 	return true
 }
 
 func (w *typeWorker) processStatus(ctx context.Context) bool {
-	key, shutdown := w.statusQueue.Get()
+	key, priority, shutdown := w.statusQueue.GetWithPriority()
 	if shutdown {
 		return false
 	}
 	defer w.statusQueue.Done(key)
 	requeue, err := w.syncStatus(ctx, key)
-	w.settle(w.statusQueue, key, requeue, err, "status")
+	w.settle(w.statusQueue, key, priority, requeue, err, "status")
 	return true
 }
 
-// settle requeues key after a reconcile or status write: with backoff
-// after an error, after requeue when asked to.
-func (w *typeWorker) settle(q workqueue.TypedRateLimitingInterface[string], key string, requeue time.Duration, err error, what string) {
+// settle requeues key, at its priority, after a reconcile or status
+// write: with backoff after an error, after requeue when asked to.
+func (w *typeWorker) settle(q *workQueue[string], key string, priority int, requeue time.Duration, err error, what string) {
 	switch {
 	case err != nil:
 		if !errors.Is(err, context.Canceled) {
 			w.log.V(1).Info(what+" failed; retrying", "federatedObject", key, "error", err.Error())
 		}
-		q.AddRateLimited(key)
+		q.AddWithOpts(priorityqueue.AddOpts{RateLimited: true, Priority: &priority}, key)
 	case requeue > 0:
 		q.Forget(key)
-		q.AddAfter(key, requeue)
+		enqueue(q, key, priority, requeue)
 	default:
 		q.Forget(key)
 	}

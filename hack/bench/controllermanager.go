@@ -17,7 +17,7 @@ import (
 // startControllerManager starts the controller-manager under test; its pid
 // is where the bench reads CPU and memory from /proc.
 func startControllerManager(ctx context.Context, e *env) (*framework.ControllerManager, error) {
-	cm, err := framework.StartControllerManager(ctx, e.cmBin, e.fed.KubeconfigPath, e.host.name, filepath.Join(e.workDir, "controller-manager"))
+	cm, err := framework.StartControllerManager(ctx, e.cmBin, e.fed.KubeconfigPath, e.host.name, filepath.Join(e.workDir, "controller-manager"), strings.Fields(e.o.cmArgs)...)
 	if err != nil {
 		return nil, err
 	}

@@ -65,6 +65,7 @@ type options struct {
 	workDir          string
 	keep             bool
 	controllerMgr    string
+	cmArgs           string
 	scenarios        map[string]bool
 	isolationN       int
 	scaleN           int
@@ -95,6 +96,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.workDir, "workdir", "", "directory for the clusters' data; a fresh temporary one when empty")
 	fs.BoolVar(&o.keep, "keep", false, "leave the work directory (logs, etcd data) after the run")
 	fs.StringVar(&o.controllerMgr, "cm-binary", "", "controller-manager binary under test; bin/controller-manager when empty")
+	fs.StringVar(&o.cmArgs, "cm-args", "", "extra controller-manager flags, space-separated, such as --pprof-addr=127.0.0.1:6060 to profile a run")
 	scenarios := fs.String("scenarios", strings.Join(scenarioFlags, ","),
 		"comma-separated scenarios to run; update, override, steady and delete need create-rate")
 	if err := fs.Parse(args); err != nil {

@@ -209,6 +209,7 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, o Options, s *kubefedc
 		Controller:                    config.Controller{SkipNameValidation: ptr.To(true)},
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:        o.HealthAddr,
+		PprofBindAddress:              o.PprofAddr,
 		WebhookServer:                 o.webhookServer(),
 		LeaderElection:                o.LeaderElect,
 		LeaderElectionID:              LeaderElectionID,

@@ -29,6 +29,8 @@ type Options struct {
 	MetricsAddr string
 	// HealthAddr serves /healthz and /readyz; "0" disables it.
 	HealthAddr string
+	// PprofAddr serves Go's /debug/pprof profiles; empty or "0" disables it.
+	PprofAddr string
 	// LeaderElect makes replicas elect one active leader.
 	LeaderElect bool
 	// Scope is written into a KubeFedConfig created because none exists.
@@ -75,6 +77,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.KubeFedNamespace, "kubefed-namespace", o.KubeFedNamespace, "Namespace of the KubeFed control plane objects.")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", o.MetricsAddr, "Address the Prometheus metrics endpoint binds to; 0 disables it.")
 	fs.StringVar(&o.HealthAddr, "health-addr", o.HealthAddr, "Address the /healthz and /readyz endpoints bind to; 0 disables them.")
+	fs.StringVar(&o.PprofAddr, "pprof-addr", o.PprofAddr, "Address Go's /debug/pprof profiles bind to, such as 127.0.0.1:6060; off when empty or 0. They are unauthenticated: bind it to loopback.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader among replicas on the Lease kubefed-controller-manager.")
 	fs.StringVar(&o.Scope, "scope", o.Scope, "Scope (Cluster or Namespaced) of the KubeFedConfig created when none exists.")
 	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "Port the validating admission webhooks are served on over TLS; 0 disables them.")

@@ -1,0 +1,88 @@
+package sync
+
+import (
+	"testing"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/kubefed-io/kubefed/controllers/cluster"
+	"github.com/kubefed-io/kubefed/pkg/clusterclient"
+	"github.com/kubefed-io/kubefed/pkg/placement"
+)
+
+func placedOn(name, clusterName string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "types.kubefed.io/v1beta1",
+		"kind":       "FederatedConfigMap",
+		"spec": map[string]any{"placement": map[string]any{
+			"clusters": []any{map[string]any{"name": clusterName}},
+		}},
+	}}
+	u.SetNamespace("ns")
+	u.SetName(name)
+	return u
+}
+
+// A member's readiness change re-plans its objects behind, not in front
+// of, a change of another object: the readiness-flip bench's 10,000
+// objects of one member once held new objects for seconds.
+func TestClusterFanOutIsQueuedBehindObjectChanges(t *testing.T) {
+	readiness := cluster.NewReadinessTracker("kube-federation-system")
+	members := NewMemberCaches(clusterclient.NewRegistry(clusterclient.ConfigOptions{}), readiness, "", logr.Discard())
+	w := &typeWorker{
+		e:           &Engine{opts: Options{Members: members}},
+		name:        "configmaps",
+		gvr:         schema.GroupVersionResource{Version: "v1", Resource: "configmaps"},
+		informer:    toolscache.NewSharedIndexInformer(&toolscache.ListWatch{}, &unstructured.Unstructured{}, 0, toolscache.Indexers{}),
+		queue:       newQueue[string]("test-plan"),
+		statusQueue: newQueue[string]("test-status"),
+		states:      map[string]*objectState{},
+	}
+	defer w.queue.ShutDown()
+	defer w.statusQueue.ShutDown()
+	for _, name := range []string{"a", "b", "c"} {
+		if err := w.informer.GetStore().Add(placedOn(name, "member3")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.informer.GetStore().Add(placedOn("unrelated", "member1")); err != nil {
+		t.Fatal(err)
+	}
+	set := placement.NewClusterSet([]placement.Cluster{{Name: "member1", Ready: true}, {Name: "member3"}})
+	w.enqueueForCluster("member3", set)
+	// A new object arrives after the fan-out.
+	w.enqueueObject(placedOn("new", "member1"))
+
+	if got := w.queue.Len(); got != 4 {
+		t.Fatalf("queued %d objects, want the 3 on member3 and the new one", got)
+	}
+	key, priority, _ := w.queue.GetWithPriority()
+	if key != "ns/new" || priority != promptPriority {
+		t.Fatalf("first out: %s at priority %d, want ns/new at the prompt priority", key, priority)
+	}
+	w.queue.Done(key)
+	for range 3 {
+		key, priority, _ := w.queue.GetWithPriority()
+		if priority != bulkPriority || key == "ns/unrelated" {
+			t.Fatalf("fan-out item %s at priority %d, want member3's objects at the bulk priority", key, priority)
+		}
+		w.queue.Done(key)
+	}
+
+	// The plan of a bulk item dispatches and reports at the bulk priority,
+	// and a change of the object itself lifts it.
+	w.publish("ns/a", &objectState{clusters: map[string]*clusterEntry{}}, bulkPriority)
+	w.publish("ns/b", &objectState{clusters: map[string]*clusterEntry{}}, bulkPriority)
+	w.publish("ns/b", &objectState{clusters: map[string]*clusterEntry{}}, promptPriority)
+	key, priority, _ = w.statusQueue.GetWithPriority()
+	if key != "ns/b" || priority != promptPriority {
+		t.Fatalf("first status out: %s at priority %d, want ns/b lifted to the prompt priority", key, priority)
+	}
+	key, priority, _ = w.statusQueue.GetWithPriority()
+	if key != "ns/a" || priority != bulkPriority {
+		t.Fatalf("second status out: %s at priority %d, want ns/a at the bulk priority", key, priority)
+	}
+}
