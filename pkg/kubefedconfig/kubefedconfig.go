@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -135,6 +136,41 @@ func SetDefaults(spec *corev1beta1.KubeFedConfigSpec) {
 	if spec.StatusController.MaxConcurrentReconciles == nil {
 		spec.StatusController.MaxConcurrentReconciles = ptr.To[int64](8)
 	}
+	spec.FeatureGates = defaultFeatureGates(spec.FeatureGates)
+}
+
+// defaultFeatureGates lists every gate, in the order of their names: the
+// configuration given, else the default. This is what KubeFed's defaulting
+// webhook stored, and what config/admission's MutatingAdmissionPolicy
+// stores. A list with an unknown gate, a gate twice or one without a
+// configuration is returned as it is, for validation to report.
+func defaultFeatureGates(given []corev1beta1.FeatureGatesConfig) []corev1beta1.FeatureGatesConfig {
+	byName := map[corev1beta1.FeatureGate]corev1beta1.Mode{}
+	for _, g := range given {
+		_, known := defaultGates[g.Name]
+		_, twice := byName[g.Name]
+		if !known || twice || g.Configuration == "" {
+			return given
+		}
+		byName[g.Name] = g.Configuration
+	}
+	names := make([]corev1beta1.FeatureGate, 0, len(defaultGates))
+	for name := range defaultGates {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	out := make([]corev1beta1.FeatureGatesConfig, 0, len(names))
+	for _, name := range names {
+		mode, ok := byName[name]
+		if !ok {
+			mode = corev1beta1.Disabled
+			if defaultGates[name] {
+				mode = corev1beta1.Enabled
+			}
+		}
+		out = append(out, corev1beta1.FeatureGatesConfig{Name: name, Configuration: mode})
+	}
+	return out
 }
 
 // Resolve validates a KubeFedConfig spec, after filling its defaults, and

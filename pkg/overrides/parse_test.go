@@ -94,7 +94,7 @@ func TestFromUnstructuredErrors(t *testing.T) {
 			"spec.overrides[0].clusterOverrides[0].path: expected a string, got null"},
 		{"path twice for one cluster", `spec: {overrides: [{clusterName: c1, clusterOverrides: [{path: /a}, {path: /b}, {op: remove, path: /a}]}]}`,
 			`spec.overrides[0].clusterOverrides[2].path: "/a" is listed twice for cluster "c1" (first in [0])`},
-		{"path without a leading slash", item("spec/replicas"), `spec.overrides[0].clusterOverrides[0].path: path "spec/replicas": a JSON pointer must start with "/"`},
+		{"path without a leading slash", item("spec/replicas"), `spec.overrides[0].clusterOverrides[0].path: path "spec/replicas": a JSON pointer must start with "/", such as "/spec/replicas"`},
 		{"empty path", item(""), `spec.overrides[0].clusterOverrides[0].path: path "": a JSON pointer must start with "/"`},
 		{"bad escape", item("/metadata/labels/a~2b"), `only ~0 and ~1 are valid escapes`},
 		{"dangling escape", item("/metadata/labels/a~"), `ends with "~"`},

@@ -13,7 +13,10 @@ type Pointer []string
 // replace the whole object, and KubeFed could not apply one either.
 func ParsePointer(s string) (Pointer, error) {
 	if !strings.HasPrefix(s, "/") {
-		return nil, fmt.Errorf("path %q: a JSON pointer must start with %q", s, "/")
+		if s == "" {
+			return nil, fmt.Errorf("path %q: a JSON pointer must start with %q", s, "/")
+		}
+		return nil, fmt.Errorf("path %q: a JSON pointer must start with %q, such as %q", s, "/", SuggestPointer(s))
 	}
 	tokens := strings.Split(s[1:], "/")
 	for i, tok := range tokens {
@@ -27,6 +30,22 @@ func ParsePointer(s string) (Pointer, error) {
 		tokens[i] = unescaped
 	}
 	return Pointer(tokens), nil
+}
+
+// SuggestPointer is the JSON pointer a path written without its leading
+// slash most likely means: spec.replicas and spec/replicas are
+// /spec/replicas, spec.template.spec.containers[0].image is
+// /spec/template/spec/containers/0/image. The CRD schema's message for an
+// override path gives the same suggestion.
+func SuggestPointer(path string) string {
+	path = strings.NewReplacer("[", ".", "]", "").Replace(path)
+	var tokens []string
+	for _, t := range strings.Split(path, ".") {
+		if t != "" {
+			tokens = append(tokens, t)
+		}
+	}
+	return "/" + strings.Join(tokens, "/")
 }
 
 // unescape decodes ~1 to / and ~0 to ~; any other use of ~ is malformed.

@@ -493,3 +493,49 @@ func TestChartCRDs(t *testing.T) {
 		}
 	}
 }
+
+// TestKubeFedConfigDefaultingPolicy checks that the chart installs
+// config/admission's policy as it is (test/compat proves what it does),
+// renamed and bound to the release namespace for a Namespaced control
+// plane, and nothing when it is disabled.
+func TestKubeFedConfigDefaultingPolicy(t *testing.T) {
+	h := newHelm(t)
+	data, err := os.ReadFile(filepath.Join(repoRoot, "config", "admission", "kubefedconfig-defaults.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := strings.Split(string(data), "\n---\n")
+	var policy, binding map[string]any
+	if err := yaml.Unmarshal([]byte(docs[0]), &policy); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal([]byte(docs[1]), &binding); err != nil {
+		t.Fatal(err)
+	}
+	for _, scope := range scopes {
+		t.Run(string(scope), func(t *testing.T) {
+			objs := h.template(t, renderNamespace, nil, "global.scope="+string(scope))
+			gotPolicy, gotBinding := only(t, objs, "MutatingAdmissionPolicy"), only(t, objs, "MutatingAdmissionPolicyBinding")
+			if !reflect.DeepEqual(gotPolicy.Object["spec"], policy["spec"]) {
+				t.Errorf("the chart's policy spec\n%v\ndiffers from config/admission's\n%v", gotPolicy.Object["spec"], policy["spec"])
+			}
+			name := "kubefedconfig-defaults.core.kubefed.io"
+			wantSpec := map[string]any{"policyName": name}
+			if scope == corev1beta1.NamespaceScoped {
+				name += "." + renderNamespace
+				wantSpec = map[string]any{"policyName": name, "matchResources": map[string]any{
+					"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": renderNamespace}}}}
+			}
+			if gotPolicy.GetName() != name || gotBinding.GetName() != name {
+				t.Errorf("policy %q and binding %q, want both %q", gotPolicy.GetName(), gotBinding.GetName(), name)
+			}
+			if !reflect.DeepEqual(gotBinding.Object["spec"], wantSpec) {
+				t.Errorf("binding spec %v, want %v", gotBinding.Object["spec"], wantSpec)
+			}
+		})
+	}
+	objs := h.template(t, renderNamespace, nil, "kubefedConfigDefaulting.enabled=false")
+	if n := len(find(objs, "MutatingAdmissionPolicy")) + len(find(objs, "MutatingAdmissionPolicyBinding")); n != 0 {
+		t.Errorf("kubefedConfigDefaulting.enabled=false still renders %d policy objects", n)
+	}
+}

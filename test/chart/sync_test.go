@@ -24,6 +24,9 @@ var copies = map[string][]string{
 	filepath.Join("charts", "kubefed", "files", "default-types"): {
 		filepath.Join("config", "default-types"),
 	},
+	filepath.Join("charts", "kubefed", "files", "admission"): {
+		filepath.Join("config", "admission"),
+	},
 }
 
 // yamlFiles maps the base names of the YAML files of dirs to their content.

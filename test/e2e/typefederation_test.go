@@ -13,9 +13,11 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -32,6 +34,7 @@ const (
 	tfGroup            = "e2e.example.com"
 	tfFederateNS       = "e2e-tf-federate"
 	tfClusterRole      = "e2e-tf-reader"
+	tfBaselineNS       = "e2e-tf-baseline"
 	tfStatusTimeout    = 90 * time.Second
 	tfFederatedVersion = "types.kubefed.io/v1beta1"
 )
@@ -91,10 +94,16 @@ var _ = Describe("Type federation", Ordered, func() {
 	sprocketsA := tfCRD("alpha."+tfGroup, "Sprocket", "sprockets", true)
 	sprocketsB := tfCRD("beta."+tfGroup, "Sprocket", "sprockets", true)
 	thingamajigs := tfCRD(tfGroup, "Thingamajig", "thingamajigs", true)
-	enabledHere := []string{
+	// The baseline every member gets: docs/user-guide.md's recipe.
+	baselineTypes := []string{
+		"networkpolicies.networking.k8s.io", "resourcequotas", "limitranges",
+		"roles.rbac.authorization.k8s.io", "rolebindings.rbac.authorization.k8s.io",
+		"clusterrolebindings.rbac.authorization.k8s.io",
+	}
+	enabledHere := append([]string{
 		"namespaces", "configmaps", "services", "clusterroles.rbac.authorization.k8s.io",
 		gadgets.Name, doohickeys.Name,
-	}
+	}, baselineTypes...)
 
 	kfctl := func(ctx context.Context, args ...string) (string, string, error) {
 		return fw.Kubefedctl(ctx, append(args, "--host-cluster-context", fw.Host.Name)...)
@@ -465,6 +474,118 @@ var _ = Describe("Type federation", Ordered, func() {
 			names = append(names, item.GetName())
 		}
 		Expect(names).To(Equal([]string{"app-config"}), "kube-root-ca.crt must be skipped")
+	})
+
+	It("propagates a baseline of NetworkPolicy, ResourceQuota, LimitRange and RBAC to every member and reverts a member's edit", func(ctx context.Context) {
+		for _, t := range []string{"networkpolicies", "resourcequotas", "limitranges", "roles", "rolebindings", "clusterrolebindings"} {
+			mustKfctl(ctx, "enable", t)
+		}
+		for _, name := range baselineTypes {
+			Eventually(func(g Gomega) {
+				obj, err := ftc(ctx, name)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(obj.Status.PropagationController).To(Equal(corev1beta1.ControllerStatusRunning))
+			}).WithTimeout(tfStatusTimeout).WithPolling(time.Second).Should(Succeed(), name)
+		}
+
+		// The baseline as a team writes it in the host, then federates.
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tfBaselineNS}}
+		Expect(fw.Host.Client.Create(ctx, ns)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) error { return client.IgnoreNotFound(fw.Host.Client.Delete(ctx, ns)) })
+		baseline := []client.Object{
+			&networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "deny-ingress", Namespace: tfBaselineNS},
+				Spec: networkingv1.NetworkPolicySpec{PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}}},
+			&corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "quota", Namespace: tfBaselineNS},
+				Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("20")}}},
+			&corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "limits", Namespace: tfBaselineNS},
+				Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{Type: corev1.LimitTypeContainer,
+					Default: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")}}}}},
+			&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "viewer", Namespace: tfBaselineNS},
+				Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}}}},
+			&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "viewers", Namespace: tfBaselineNS},
+				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "viewer"},
+				Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "Group", Name: "team-viewers"}}},
+			&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "e2e-tf-baseline-auditors"},
+				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+				Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "Group", Name: "auditors"}}},
+		}
+		for _, o := range baseline {
+			Expect(fw.Host.Client.Create(ctx, o)).To(Succeed())
+		}
+		crb := baseline[len(baseline)-1]
+		DeferCleanup(func(ctx context.Context) error { return client.IgnoreNotFound(fw.Host.Client.Delete(ctx, crb)) })
+		fedCRB := &unstructured.Unstructured{}
+		fedCRB.SetAPIVersion(tfFederatedVersion)
+		fedCRB.SetKind("FederatedClusterRoleBinding")
+		fedCRB.SetName(crb.GetName())
+		DeferCleanup(func(ctx context.Context) error { return client.IgnoreNotFound(fw.Host.Client.Delete(ctx, fedCRB)) })
+		out := mustKfctl(ctx, "federate", "namespace", tfBaselineNS, "--contents")
+		for _, kind := range []string{"FederatedNetworkPolicy", "FederatedResourceQuota", "FederatedLimitRange", "FederatedRole", "FederatedRoleBinding"} {
+			Expect(out).To(ContainSubstring(kind+" "+tfBaselineNS+"/"), "kubefedctl federate --contents:\n%s", out)
+		}
+		mustKfctl(ctx, "federate", "clusterrolebinding", crb.GetName())
+
+		// Every member gets each one as written.
+		copyOf := func(_ *framework.Cluster, o client.Object) client.Object {
+			cp := o.DeepCopyObject().(client.Object)
+			cp.SetResourceVersion("")
+			return cp
+		}
+		for _, m := range fw.Members {
+			for _, o := range baseline {
+				got := copyOf(m, o)
+				Eventually(func() error { return m.Client.Get(ctx, client.ObjectKeyFromObject(o), got) }).
+					WithTimeout(tfStatusTimeout).WithPolling(time.Second).Should(Succeed(), "%T %s in %s", o, o.GetName(), m.Name)
+				Expect(got.GetLabels()).To(HaveKeyWithValue(corev1beta1.ManagedByKubeFedLabelKey, corev1beta1.ManagedByKubeFedLabelValue))
+			}
+			quota := &corev1.ResourceQuota{}
+			Expect(m.Client.Get(ctx, client.ObjectKey{Namespace: tfBaselineNS, Name: "quota"}, quota)).To(Succeed())
+			Expect(quota.Spec.Hard.Pods().String()).To(Equal("20"))
+			binding := &rbacv1.ClusterRoleBinding{}
+			Expect(m.Client.Get(ctx, client.ObjectKey{Name: crb.GetName()}, binding)).To(Succeed())
+			Expect(binding.Subjects).To(Equal([]rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "Group", Name: "auditors"}}))
+		}
+
+		// Edited in a member, each is put back.
+		m := fw.Members[0]
+		edit := func(o client.Object, change func(client.Object)) {
+			GinkgoHelper()
+			Eventually(func() error {
+				got := copyOf(m, o)
+				if err := m.Client.Get(ctx, client.ObjectKeyFromObject(o), got); err != nil {
+					return err
+				}
+				change(got)
+				return m.Client.Update(ctx, got)
+			}).WithTimeout(30 * time.Second).Should(Succeed())
+		}
+		edit(baseline[1], func(o client.Object) {
+			o.(*corev1.ResourceQuota).Spec.Hard[corev1.ResourcePods] = resource.MustParse("999")
+		})
+		edit(baseline[4], func(o client.Object) {
+			o.(*rbacv1.RoleBinding).Subjects = []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "Group", Name: "everyone"}}
+		})
+		edit(baseline[5], func(o client.Object) {
+			o.(*rbacv1.ClusterRoleBinding).Subjects = append(o.(*rbacv1.ClusterRoleBinding).Subjects,
+				rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: "Group", Name: "intruders"})
+		})
+		edit(baseline[0], func(o client.Object) {
+			o.(*networkingv1.NetworkPolicy).Spec.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}
+		})
+		Eventually(func(g Gomega) {
+			quota := &corev1.ResourceQuota{}
+			g.Expect(m.Client.Get(ctx, client.ObjectKey{Namespace: tfBaselineNS, Name: "quota"}, quota)).To(Succeed())
+			g.Expect(quota.Spec.Hard.Pods().String()).To(Equal("20"))
+			rb := &rbacv1.RoleBinding{}
+			g.Expect(m.Client.Get(ctx, client.ObjectKey{Namespace: tfBaselineNS, Name: "viewers"}, rb)).To(Succeed())
+			g.Expect(rb.Subjects).To(Equal([]rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "Group", Name: "team-viewers"}}))
+			crbGot := &rbacv1.ClusterRoleBinding{}
+			g.Expect(m.Client.Get(ctx, client.ObjectKey{Name: crb.GetName()}, crbGot)).To(Succeed())
+			g.Expect(crbGot.Subjects).To(Equal([]rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "Group", Name: "auditors"}}))
+			np := &networkingv1.NetworkPolicy{}
+			g.Expect(m.Client.Get(ctx, client.ObjectKey{Namespace: tfBaselineNS, Name: "deny-ingress"}, np)).To(Succeed())
+			g.Expect(np.Spec.PolicyTypes).To(Equal([]networkingv1.PolicyType{networkingv1.PolicyTypeIngress}))
+		}).WithTimeout(tfStatusTimeout).WithPolling(time.Second).Should(Succeed())
 	})
 
 	DescribeTable("rejects bad input with a one-line error naming it",

@@ -17,19 +17,29 @@ const (
 	NamespaceScope ResourceScope = "Namespaced"
 )
 
-// APIResource identifies an API resource for dynamic clients.
+// APIResource identifies an API resource for dynamic clients. Its rules
+// are KubeFed's: a group is a DNS-1123 subdomain, a version and a plural
+// name are DNS-1035 labels, and so is a kind once lower-cased.
 type APIResource struct {
 	// Group of the resource; empty for the core group.
 	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="group must be a lowercase RFC 1123 subdomain, e.g. 'apps' or 'example.com'"
 	Group string `json:"group,omitempty"`
 	// Version of the resource.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="version must be a DNS-1035 label (lower case alphanumeric characters or '-', starting with a letter), e.g. 'v1' or 'v1beta1'"
 	Version string `json:"version"`
 	// Kind of the resource, e.g. ConfigMap.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.lowerAscii().matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="kind must be a DNS-1035 label once lower-cased (alphanumeric characters or '-', starting with a letter), e.g. 'ConfigMap'"
 	Kind string `json:"kind"`
 	// PluralName is the lower-case plural resource name, e.g. configmaps.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="pluralName must be a DNS-1035 label (lower case alphanumeric characters or '-', starting with a letter), e.g. 'configmaps'"
 	PluralName string `json:"pluralName"`
 	// Scope of the resource.
 	Scope ResourceScope `json:"scope"`
@@ -47,6 +57,11 @@ func (a APIResource) GroupVersionString() string {
 }
 
 // FederatedTypeConfigSpec names a target type and the federated type that propagates it.
+// The federated and status types live in a group of their own, as in KubeFed.
+// +kubebuilder:validation:XValidation:rule="has(self.federatedType.group) && size(self.federatedType.group) > 0",message="federatedType.group is required: the group of the Federated<T> type, e.g. types.kubefed.io",fieldPath=".federatedType.group",reason=FieldValueRequired
+// +kubebuilder:validation:XValidation:rule="!has(self.federatedType.group) || size(self.federatedType.group) == 0 || self.federatedType.group.contains('.')",message="federatedType.group should be a domain with at least one dot, e.g. types.kubefed.io",fieldPath=".federatedType.group"
+// +kubebuilder:validation:XValidation:rule="!has(self.statusType) || (has(self.statusType.group) && size(self.statusType.group) > 0)",message="statusType.group is required: the group of the status type, e.g. types.kubefed.io",fieldPath=".statusType.group",reason=FieldValueRequired
+// +kubebuilder:validation:XValidation:rule="!has(self.statusType) || !has(self.statusType.group) || size(self.statusType.group) == 0 || self.statusType.group.contains('.')",message="statusType.group should be a domain with at least one dot, e.g. types.kubefed.io",fieldPath=".statusType.group"
 type FederatedTypeConfigSpec struct {
 	// TargetType is the type created in member clusters.
 	TargetType APIResource `json:"targetType"`

@@ -41,7 +41,8 @@ type KubeFedClusterSpec struct {
 
 	// ProxyURL is an http, https or socks5 proxy to reach the member through.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() in ['http', 'https', 'socks5']",message="proxyURL must be an http, https or socks5 URL"
+	// An empty value means no proxy: KubeFed's Go types always send the field.
+	// +kubebuilder:validation:XValidation:rule="self == '' || (isURL(self) && url(self).getScheme() in ['http', 'https', 'socks5'])",message="proxyURL must be an http, https or socks5 URL"
 	ProxyURL string `json:"proxyURL,omitempty"`
 }
 
