@@ -22,12 +22,13 @@ generate: ## Generate deepcopy code.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 
 .PHONY: manifests
-manifests: ## Generate CRDs, the generic Federated<T> schema and the default federated types.
+manifests: helm ## Generate CRDs, the generic Federated<T> schema, the default federated types and dist/.
 	$(CONTROLLER_GEN) crd paths=./api/core/... paths=./api/scheduling/... paths=./api/multiclusterdns/... \
 		output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) crd paths=./api/types/... output:crd:artifacts:config=pkg/federatedtype/schema
 	go run ./hack/gen-default-types
 	hack/sync-chart.sh
+	hack/release-manifests.sh
 
 .PHONY: fmt
 fmt:
@@ -75,6 +76,10 @@ unit: ## Unit tests (no clusters); the packages that start goroutines again unde
 integration: cluster-tools helm build ## Integration tests against real local control planes; the engine's under the race detector.
 	go test -count=1 -tags integration -timeout 20m $$(go list ./... | grep -v '/controllers/sync$$')
 	go test -count=1 -race -tags integration -timeout 20m ./controllers/sync/
+
+.PHONY: release-manifests
+release-manifests: helm ## Render the chart into dist/: one YAML per scope, for kubectl apply.
+	hack/release-manifests.sh
 
 .PHONY: chart-test
 chart-test: cluster-tools helm build ## Lint, render and install the Helm chart on a local host cluster.

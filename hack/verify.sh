@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 generated() {
-  find api config/crd config/default-types pkg/federatedtype/schema charts/kubefed/crds charts/kubefed/files -type f \
+  find api config/crd config/default-types config/admission pkg/federatedtype/schema charts/kubefed/crds charts/kubefed/files dist -type f \
     \( -name 'zz_generated*.go' -o -name '*.yaml' \) -print0 | sort -z | xargs -0 sha256sum
 }
 

@@ -122,6 +122,11 @@ func Run(ctx context.Context, o Options) error {
 		}
 	}()
 
+	if o.InstallDefaultTypes {
+		if err := installDefaultTypes(ctx, direct, o); err != nil {
+			return err
+		}
+	}
 	for {
 		kfc, settings, err := kubefedconfig.Load(ctx, direct, o.KubeFedNamespace, corev1beta1.Scope(o.Scope))
 		if err != nil {

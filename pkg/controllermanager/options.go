@@ -29,6 +29,11 @@ type Options struct {
 	MetricsAddr string
 	// HealthAddr serves /healthz and /readyz; "0" disables it.
 	HealthAddr string
+	// InstallDefaultTypes creates the default FederatedTypeConfigs on the
+	// control plane's first start (no KubeFedConfig yet), but for
+	// ExcludeDefaultTypes.
+	InstallDefaultTypes bool
+	ExcludeDefaultTypes []string
 	// PprofAddr serves Go's /debug/pprof profiles; empty or "0" disables it.
 	PprofAddr string
 	// LeaderElect makes replicas elect one active leader.
@@ -77,6 +82,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.KubeFedNamespace, "kubefed-namespace", o.KubeFedNamespace, "Namespace of the KubeFed control plane objects.")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", o.MetricsAddr, "Address the Prometheus metrics endpoint binds to; 0 disables it.")
 	fs.StringVar(&o.HealthAddr, "health-addr", o.HealthAddr, "Address the /healthz and /readyz endpoints bind to; 0 disables them.")
+	fs.BoolVar(&o.InstallDefaultTypes, "install-default-types", o.InstallDefaultTypes, "On the first start (no KubeFedConfig yet), create the FederatedTypeConfigs of the default types, as the Helm chart's defaultTypes.install does; for installs without Helm.")
+	fs.StringSliceVar(&o.ExcludeDefaultTypes, "exclude-default-types", o.ExcludeDefaultTypes, "FederatedTypeConfig names --install-default-types leaves out, such as jobs.batch.")
 	fs.StringVar(&o.PprofAddr, "pprof-addr", o.PprofAddr, "Address Go's /debug/pprof profiles bind to, such as 127.0.0.1:6060; off when empty or 0. They are unauthenticated: bind it to loopback.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader among replicas on the Lease kubefed-controller-manager.")
 	fs.StringVar(&o.Scope, "scope", o.Scope, "Scope (Cluster or Namespaced) of the KubeFedConfig created when none exists.")
@@ -105,6 +112,9 @@ func (o Options) Validate() error {
 	}
 	if o.Scope != string(corev1beta1.ClusterScoped) && o.Scope != string(corev1beta1.NamespaceScoped) {
 		errs = append(errs, fmt.Errorf("--scope must be %s or %s, got %q", corev1beta1.ClusterScoped, corev1beta1.NamespaceScoped, o.Scope))
+	}
+	if _, err := defaultTypeConfigs(o.KubeFedNamespace, corev1beta1.Scope(o.Scope), o.ExcludeDefaultTypes); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -272,7 +272,7 @@ func (cp *controlPlane) checkRights(ctx context.Context, t *testing.T) {
 // the admin kubeconfig and context first on the command line; ours come
 // later and win, and as neither file knows the other's context, the
 // controller-manager could not start on a mix of the two.
-func (cp *controlPlane) start(ctx context.Context, t *testing.T) {
+func (cp *controlPlane) start(ctx context.Context, t *testing.T, extraArgs ...string) {
 	t.Helper()
 	token, err := cp.fw.Host.Kube.CoreV1().ServiceAccounts(cp.namespace).CreateToken(ctx, cp.serviceAccount,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}},
@@ -290,9 +290,9 @@ func (cp *controlPlane) start(ctx context.Context, t *testing.T) {
 	if err := clientcmd.WriteToFile(*kc, path); err != nil {
 		t.Fatal(err)
 	}
-	cm, err := cp.fw.StartControllerManager(ctx, dir,
+	cm, err := cp.fw.StartControllerManager(ctx, dir, append([]string{
 		"--kubeconfig", path, "--context", chartContext,
-		"--kubefed-namespace", cp.namespace, "--scope", string(cp.scope))
+		"--kubefed-namespace", cp.namespace, "--scope", string(cp.scope)}, extraArgs...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

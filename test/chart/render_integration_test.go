@@ -497,7 +497,7 @@ func TestChartCRDs(t *testing.T) {
 // TestKubeFedConfigDefaultingPolicy checks that the chart installs
 // config/admission's policy as it is (test/compat proves what it does),
 // renamed and bound to the release namespace for a Namespaced control
-// plane, and nothing when it is disabled.
+// plane, and nothing when it is disabled or the host does not serve the API.
 func TestKubeFedConfigDefaultingPolicy(t *testing.T) {
 	h := newHelm(t)
 	data, err := os.ReadFile(filepath.Join(repoRoot, "config", "admission", "kubefedconfig-defaults.yaml"))
@@ -512,9 +512,10 @@ func TestKubeFedConfigDefaultingPolicy(t *testing.T) {
 	if err := yaml.Unmarshal([]byte(docs[1]), &binding); err != nil {
 		t.Fatal(err)
 	}
+	served := []string{"--api-versions", "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy"}
 	for _, scope := range scopes {
 		t.Run(string(scope), func(t *testing.T) {
-			objs := h.template(t, renderNamespace, nil, "global.scope="+string(scope))
+			objs := h.template(t, renderNamespace, served, "global.scope="+string(scope))
 			gotPolicy, gotBinding := only(t, objs, "MutatingAdmissionPolicy"), only(t, objs, "MutatingAdmissionPolicyBinding")
 			if !reflect.DeepEqual(gotPolicy.Object["spec"], policy["spec"]) {
 				t.Errorf("the chart's policy spec\n%v\ndiffers from config/admission's\n%v", gotPolicy.Object["spec"], policy["spec"])
@@ -534,8 +535,35 @@ func TestKubeFedConfigDefaultingPolicy(t *testing.T) {
 			}
 		})
 	}
-	objs := h.template(t, renderNamespace, nil, "kubefedConfigDefaulting.enabled=false")
-	if n := len(find(objs, "MutatingAdmissionPolicy")) + len(find(objs, "MutatingAdmissionPolicyBinding")); n != 0 {
-		t.Errorf("kubefedConfigDefaulting.enabled=false still renders %d policy objects", n)
+	for what, objs := range map[string][]*unstructured.Unstructured{
+		"kubefedConfigDefaulting.enabled=false":                                  h.template(t, renderNamespace, served, "kubefedConfigDefaulting.enabled=false"),
+		"a host without admissionregistration.k8s.io/v1 MutatingAdmissionPolicy": h.template(t, renderNamespace, nil),
+	} {
+		if n := len(find(objs, "MutatingAdmissionPolicy")) + len(find(objs, "MutatingAdmissionPolicyBinding")); n != 0 {
+			t.Errorf("%s: %d policy objects rendered, want none", what, n)
+		}
+	}
+}
+
+// TestFirstStartValues checks the values dist/ is rendered with: no
+// KubeFedConfig and no FederatedTypeConfig rendered, the controller-manager
+// told to create them, with the exclusions passed on.
+func TestFirstStartValues(t *testing.T) {
+	h := newHelm(t)
+	objs := h.template(t, renderNamespace, nil, "kubefedConfig.create=false", "defaultTypes.install=false",
+		"defaultTypes.installOnFirstStart=true", "defaultTypes.exclude={jobs.batch,secrets}")
+	if n := len(find(objs, "KubeFedConfig")) + len(find(objs, "FederatedTypeConfig")); n != 0 {
+		t.Errorf("%d KubeFedConfigs and FederatedTypeConfigs rendered, want none", n)
+	}
+	var d appsv1.Deployment
+	into(t, only(t, objs, "Deployment"), &d)
+	args := d.Spec.Template.Spec.Containers[0].Args
+	if !slices.Contains(args, "--install-default-types") || !slices.Contains(args, "--exclude-default-types=jobs.batch,secrets") {
+		t.Errorf("controller-manager args %v, want --install-default-types and --exclude-default-types=jobs.batch,secrets", args)
+	}
+	objs = h.template(t, renderNamespace, nil)
+	into(t, only(t, objs, "Deployment"), &d)
+	if len(find(objs, "KubeFedConfig")) != 1 || slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--install-default-types") {
+		t.Error("by default the chart renders the KubeFedConfig and the controller-manager installs no types")
 	}
 }

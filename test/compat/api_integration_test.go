@@ -465,3 +465,20 @@ func TestOverridePathWithDotsGetsThePointerToUse(t *testing.T) {
 		})
 	}
 }
+
+// Overrides are lists keyed by clusterName and path: a cluster listed twice
+// or a path twice for one cluster, which KubeFed refused when it synced the
+// object, is refused when it is written.
+func TestOverridesAreKeyedByClusterAndPath(t *testing.T) {
+	ctx := context.Background()
+	for name, overrides := range map[string]string{
+		"a cluster twice": `[{clusterName: member1, clusterOverrides: [{path: /spec/replicas, value: 1}]}, {clusterName: member1}]`,
+		"a path twice":    `[{clusterName: member1, clusterOverrides: [{path: /spec/replicas, value: 1}, {path: /spec/replicas, value: 2}]}]`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			obj := object(fmt.Sprintf(`{apiVersion: types.kubefed.io/v1beta1, kind: FederatedDeployment, metadata: {name: twice, namespace: team-a},
+				spec: {template: {spec: {replicas: 1}}, overrides: %s}}`, overrides))
+			wantInvalid(t, host.Create(ctx, obj, client.DryRunAll), "Duplicate value")
+		})
+	}
+}

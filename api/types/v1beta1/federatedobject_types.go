@@ -19,9 +19,14 @@ type FederatedObjectSpec struct {
 	// +optional
 	Placement Placement `json:"placement,omitempty"`
 
-	// Overrides change the template per cluster.
+	// Overrides change the template per cluster. A list keyed by clusterName
+	// (and each cluster's by path), so that appliers own entries rather than
+	// the whole list: a GitOps tool's overrides and those of a
+	// ReplicaSchedulingPreference live side by side (docs/gitops.md).
 	// +optional
 	// +kubebuilder:validation:MaxItems=1000
+	// +listType=map
+	// +listMapKey=clusterName
 	Overrides []ClusterOverride `json:"overrides,omitempty"`
 
 	// RetainReplicas keeps the member's spec.replicas (for example set by an
@@ -57,9 +62,12 @@ type ClusterOverride struct {
 	// +kubebuilder:validation:MinLength=1
 	ClusterName string `json:"clusterName"`
 
-	// ClusterOverrides are JSON-patch-like operations applied in order.
+	// ClusterOverrides are JSON-patch-like operations applied in order, one
+	// per path, as KubeFed required.
 	// +optional
 	// +kubebuilder:validation:MaxItems=200
+	// +listType=map
+	// +listMapKey=path
 	ClusterOverrides []OverrideItem `json:"clusterOverrides,omitempty"`
 }
 
