@@ -482,3 +482,27 @@ func TestOverridesAreKeyedByClusterAndPath(t *testing.T) {
 		})
 	}
 }
+
+// KubeFed's endpoint rules: a host, host:port or URL, with a port from 1
+// to 65535. (http:// is refused here, where KubeFed took it: the token the
+// control plane sends must not travel in clear.)
+func TestKubeFedClusterEndpoints(t *testing.T) {
+	ctx := context.Background()
+	cluster := func(endpoint string) *unstructured.Unstructured {
+		return object(fmt.Sprintf(`{apiVersion: core.kubefed.io/v1beta1, kind: KubeFedCluster, metadata: {name: endpoint, namespace: kube-federation-system},
+			spec: {apiEndpoint: %q, secretRef: {name: endpoint-token}}}`, endpoint))
+	}
+	for _, ok := range []string{"10.0.0.1", "10.0.0.1:6443", "https://10.0.0.1:6443", "member.example.com", "https://[fd00::1]:6443", "https://proxy.example.com/k8s/clusters/c-1"} {
+		if err := host.Create(ctx, cluster(ok), client.DryRunAll); err != nil {
+			t.Errorf("apiEndpoint %q refused: %v", ok, err)
+		}
+	}
+	for endpoint, want := range map[string]string{
+		"10.0.0.1:0":             "port must be between 1 and 65535",
+		"https://10.0.0.1:99999": "port must be between 1 and 65535",
+		"http://10.0.0.1:6443":   "must be a host, host:port or an https:// URL",
+		"":                       "spec.apiEndpoint",
+	} {
+		wantInvalid(t, host.Create(ctx, cluster(endpoint), client.DryRunAll), want)
+	}
+}
