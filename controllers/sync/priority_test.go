@@ -1,7 +1,9 @@
 package sync
 
 import (
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -32,6 +34,7 @@ func placedOn(name, clusterName string) *unstructured.Unstructured {
 func TestClusterFanOutIsQueuedBehindObjectChanges(t *testing.T) {
 	readiness := cluster.NewReadinessTracker("kube-federation-system")
 	members := NewMemberCaches(clusterclient.NewRegistry(clusterclient.ConfigOptions{}), readiness, "", logr.Discard())
+	defer members.Stop()
 	w := &typeWorker{
 		e:           &Engine{opts: Options{Members: members}},
 		name:        "configmaps",
@@ -84,5 +87,33 @@ func TestClusterFanOutIsQueuedBehindObjectChanges(t *testing.T) {
 	key, priority, _ = w.statusQueue.GetWithPriority()
 	if key != "ns/a" || priority != bulkPriority {
 		t.Fatalf("second status out: %s at priority %d, want ns/a at the bulk priority", key, priority)
+	}
+}
+
+// A retry, after an error or when asked to look again, keeps the work's
+// priority: a bulk item failing does not jump the queue.
+func TestSettleKeepsThePriority(t *testing.T) {
+	w := &typeWorker{}
+	q := newQueue[string]("test-settle")
+	defer q.ShutDown()
+	for _, tc := range []struct {
+		key      string
+		priority int
+		requeue  time.Duration
+		err      error
+	}{
+		{"ns/failed", bulkPriority, 0, errors.New("boom")},
+		{"ns/again", bulkPriority, 10 * time.Millisecond, nil},
+		{"ns/prompt", promptPriority, 10 * time.Millisecond, nil},
+	} {
+		enqueue(q, tc.key, tc.priority, 0)
+		key, _, _ := q.GetWithPriority()
+		w.settle(q, key, tc.priority, tc.requeue, tc.err, "test")
+		q.Done(key)
+		got, priority, _ := q.GetWithPriority()
+		if got != tc.key || priority != tc.priority {
+			t.Errorf("%s came back as %s at priority %d, want priority %d", tc.key, got, priority, tc.priority)
+		}
+		q.Done(got)
 	}
 }

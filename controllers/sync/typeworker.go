@@ -55,6 +55,9 @@ type workQueue[T comparable] struct {
 // ShutDown ends the queue; later calls do nothing.
 func (q *workQueue[T]) ShutDown() { q.shutdown.Do(q.PriorityQueue.ShutDown) }
 
+// ShutDownWithDrain is ShutDown, as in controller-runtime's queue.
+func (q *workQueue[T]) ShutDownWithDrain() { q.ShutDown() }
+
 // newQueue is a priority work queue with the engine's backoff.
 func newQueue[T comparable](name string) *workQueue[T] {
 	return &workQueue[T]{PriorityQueue: priorityqueue.New(name, func(o *priorityqueue.Opts[T]) {

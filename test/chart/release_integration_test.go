@@ -132,8 +132,21 @@ func TestReleaseManifestInstall(t *testing.T) {
 		}
 		return true, ""
 	})
-	if len(cfg.Spec.FeatureGates) != 5 || cfg.Spec.Scope != corev1beta1.ClusterScoped {
-		t.Errorf("KubeFedConfig scope %s, feature gates %v: want Cluster and every gate (the manifest's policy)", cfg.Spec.Scope, cfg.Spec.FeatureGates)
+	if cfg.Spec.Scope != corev1beta1.ClusterScoped {
+		t.Errorf("KubeFedConfig scope %s, want Cluster", cfg.Spec.Scope)
+	}
+	// The controller-manager wrote every gate itself; the manifest's
+	// admission policy fills them back in when a write leaves them out.
+	cfg.Spec.FeatureGates = []corev1beta1.FeatureGatesConfig{{Name: corev1beta1.SchedulerPreferences, Configuration: corev1beta1.Disabled}}
+	if err := fw.Host.Client.Update(ctx, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Spec.FeatureGates) != 5 {
+		t.Errorf("after an update with one gate, the stored KubeFedConfig has %v: want every gate (the manifest's MutatingAdmissionPolicy)", cfg.Spec.FeatureGates)
+	}
+	cfg.Spec.FeatureGates = nil
+	if err := fw.Host.Client.Update(ctx, &cfg); err != nil {
+		t.Fatal(err)
 	}
 	cp.checkMemberJoins(ctx, t)
 	cp.checkDefaultTypesRun(ctx, t)

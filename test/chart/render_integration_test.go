@@ -49,6 +49,8 @@ func TestChartRejectsInvalidValues(t *testing.T) {
 		"kubefedConfig.syncController.adoptResources=Sometimes":    "/kubefedConfig/syncController/adoptResources",
 		"kubefedConfig.featureGates.Teleport=Enabled":              "Teleport",
 		"kubefedConfig.statusController.maxConcurrentReconciles=0": "/kubefedConfig/statusController/maxConcurrentReconciles",
+		// With the chart's KubeFedConfig, the first start is never seen.
+		"defaultTypes.installOnFirstStart=true": "defaultTypes.installOnFirstStart needs kubefedConfig.create=false",
 	} {
 		_, err := h.run("template", "kubefed", chartDir, "--set", set)
 		if err == nil || !strings.Contains(err.Error(), want) {

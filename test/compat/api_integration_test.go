@@ -492,7 +492,7 @@ func TestKubeFedClusterEndpoints(t *testing.T) {
 		return object(fmt.Sprintf(`{apiVersion: core.kubefed.io/v1beta1, kind: KubeFedCluster, metadata: {name: endpoint, namespace: kube-federation-system},
 			spec: {apiEndpoint: %q, secretRef: {name: endpoint-token}}}`, endpoint))
 	}
-	for _, ok := range []string{"10.0.0.1", "10.0.0.1:6443", "https://10.0.0.1:6443", "member.example.com", "https://[fd00::1]:6443", "https://proxy.example.com/k8s/clusters/c-1"} {
+	for _, ok := range []string{"10.0.0.1", "10.0.0.1:6443", "https://10.0.0.1:6443", "member.example.com", "https://[fd00::1]:6443", "https://proxy.example.com/k8s/clusters/c-1", "10.0.0.1:0443"} {
 		if err := host.Create(ctx, cluster(ok), client.DryRunAll); err != nil {
 			t.Errorf("apiEndpoint %q refused: %v", ok, err)
 		}

@@ -12,6 +12,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -130,6 +131,14 @@ var _ = Describe("GitOps coexistence", Ordered, func() {
 	var cm *framework.ControllerManager
 
 	BeforeAll(func(ctx context.Context) {
+		// Last of the cleanups: the members' namespace controllers finish
+		// deleting what was propagated before later specs count requests.
+		DeferCleanup(func(ctx context.Context) {
+			for _, m := range fw.Members {
+				Eventually(gone(ctx, m.Client, &corev1.Namespace{}, client.ObjectKey{Name: gitopsNS})).
+					WithTimeout(2*time.Minute).WithPolling(time.Second).Should(BeTrue(), "namespace %s in %s", gitopsNS, m.Name)
+			}
+		})
 		startFederation(ctx, fastProbeConfig(), gitopsNS, &cm)
 		fns := fedObject("Namespace", gitopsNS, gitopsNS, map[string]any{}, nil, nil)
 		Expect(fw.Host.Client.Create(ctx, fns)).To(Succeed())

@@ -167,6 +167,20 @@ var _ = Describe("Type federation", Ordered, func() {
 		}
 	}
 
+	// dropNamespace deletes a namespace of a spec and waits until it is
+	// gone from every cluster (its FederatedNamespace took it to the
+	// members), while the types' controllers still release their objects:
+	// the namespace controllers' deletions must not run into later specs'
+	// request counters.
+	dropNamespace := func(ctx context.Context, name string) {
+		GinkgoHelper()
+		Expect(client.IgnoreNotFound(fw.Host.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}))).To(Succeed())
+		for _, c := range fw.Clusters() {
+			Eventually(gone(ctx, c.Client, &corev1.Namespace{}, client.ObjectKey{Name: name})).
+				WithTimeout(2*time.Minute).WithPolling(time.Second).Should(BeTrue(), "namespace %s in %s", name, c.Name)
+		}
+	}
+
 	BeforeAll(func(ctx context.Context) {
 		Expect(framework.EnsureNamespace(ctx, fw.Host.Client, kubefedNS)).To(Succeed())
 		// The KubeFedConfig of the Member clusters specs, created only if no
@@ -380,7 +394,7 @@ var _ = Describe("Type federation", Ordered, func() {
 
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tfFederateNS, Labels: map[string]string{"team": "e2e"}}}
 		Expect(fw.Host.Client.Create(ctx, ns)).To(Succeed())
-		DeferCleanup(func(ctx context.Context) error { return client.IgnoreNotFound(fw.Host.Client.Delete(ctx, ns)) })
+		DeferCleanup(dropNamespace, ns.Name)
 		configMap := &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: "app-config", Namespace: tfFederateNS,
 				Labels: map[string]string{"app": "web"}, Annotations: map[string]string{"note": "not propagated"}},
@@ -491,7 +505,7 @@ var _ = Describe("Type federation", Ordered, func() {
 		// The baseline as a team writes it in the host, then federates.
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tfBaselineNS}}
 		Expect(fw.Host.Client.Create(ctx, ns)).To(Succeed())
-		DeferCleanup(func(ctx context.Context) error { return client.IgnoreNotFound(fw.Host.Client.Delete(ctx, ns)) })
+		DeferCleanup(dropNamespace, ns.Name)
 		baseline := []client.Object{
 			&networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "deny-ingress", Namespace: tfBaselineNS},
 				Spec: networkingv1.NetworkPolicySpec{PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}}},

@@ -24,7 +24,7 @@ type KubeFedClusterSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="!self.contains('://') || self.startsWith('https://')",message="apiEndpoint must be a host, host:port or an https:// URL"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('^(https://)?([[][^]]*[]]|[^:/]+):[0-9]+(/.*)?$') || self.matches('^(https://)?([[][^]]*[]]|[^:/]+):([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])(/.*)?$')",message="apiEndpoint's port must be between 1 and 65535"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^(https://)?([[][^]]*[]]|[^:/]+):[0-9]+(/.*)?$') || self.matches('^(https://)?([[][^]]*[]]|[^:/]+):0*([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])(/.*)?$')",message="apiEndpoint's port must be between 1 and 65535"
 	APIEndpoint string `json:"apiEndpoint"`
 
 	// CABundle is the PEM bundle that signs the member's serving certificate.
