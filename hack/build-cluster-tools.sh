@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the binaries a local federation runs on — etcd, kube-apiserver,
-# kube-controller-manager and kubectl — from the Go module proxy into ./bin.
+# kube-controller-manager, kube-scheduler, kubectl and kwok (simulated
+# nodes) — from the Go module proxy into ./bin.
 # Each tools module is rebuilt only when its go.mod/go.sum (or this script)
 # changed since the last build; the Go build cache makes a rebuild a relink.
 set -euo pipefail
@@ -54,4 +55,21 @@ build_module etcd "$root/hack/tools/etcd" "" go.etcd.io/etcd/server/v3
 build_module kube "$root/hack/tools/kube" "$kube_ldflags" \
   k8s.io/kubernetes/cmd/kube-apiserver \
   k8s.io/kubernetes/cmd/kube-controller-manager \
+  k8s.io/kubernetes/cmd/kube-scheduler \
   k8s.io/kubernetes/cmd/kubectl
+# kwok (sigs.k8s.io/kwok) in a module of its own: it is written against its
+# own k8s.io release, which the kube module's replaces would override.
+build_module kwok "$root/hack/tools/kwok" "" sigs.k8s.io/kwok/cmd/kwok
+# kwok v0.8.0 has no built-in stages: the ones that make nodes Ready and keep
+# them so, and pods Ready (Job pods Succeeded) and deleted, from its module.
+stages="$bin/kwok-stages.yaml"
+if [[ ! -s "$stages" || "$bin/kwok" -nt "$stages" ]]; then
+  kwok_dir=$(cd "$root/hack/tools/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
+  {
+    for s in node/fast/node-initialize node/heartbeat/node-heartbeat pod/fast/pod-ready pod/fast/pod-complete pod/fast/pod-delete; do
+      echo "---"
+      cat "$kwok_dir/kustomize/stage/$s.yaml"
+    done
+  } > "$stages.tmp"
+  mv "$stages.tmp" "$stages"
+fi

@@ -55,8 +55,16 @@ for _ in $(seq 1 60); do
   [[ "$r1/$r2" == "4/2" ]] && break
   sleep 1
 done
+# The members have simulated nodes (kwok): the pods are really scheduled
+# and become Ready.
+for c in member1 member2; do
+  for d in nginx web; do
+    kubectl --context "$c" -n demo rollout status "deployment/$d" --timeout=90s >/dev/null
+  done
+done
 for c in member1 member2; do
   echo "--- $c"
+  kubectl --context "$c" get nodes -L topology.kubernetes.io/region,topology.kubernetes.io/zone
   kubectl --context "$c" -n demo get deployments,services -l kubefed.io/managed=true
 done
 kubefedctl --host-cluster-context host status -n demo

@@ -44,6 +44,7 @@ func newUpCommand(dir *string) *cobra.Command {
 	var members int
 	var binDir string
 	var timeout time.Duration
+	var nodes localcluster.NodeOptions
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start host and member clusters in the background",
@@ -67,6 +68,7 @@ func newUpCommand(dir *string) *cobra.Command {
 				Detach:       true,
 				Out:          cmd.ErrOrStderr(),
 				StartTimeout: timeout,
+				Nodes:        nodes,
 			})
 			if err != nil {
 				return err
@@ -83,6 +85,12 @@ func newUpCommand(dir *string) *cobra.Command {
 	cmd.Flags().IntVar(&members, "members", 2, "number of member clusters (named member1..memberN)")
 	cmd.Flags().StringVar(&binDir, "bin-dir", "", "directory with etcd, kube-apiserver, kube-controller-manager (default $"+localcluster.BinDirEnv+" or <repo>/bin)")
 	cmd.Flags().DurationVar(&timeout, "timeout", localcluster.DefaultStartTimeout, "give up starting after this long")
+	cmd.Flags().IntVar(&nodes.Count, "nodes", 3, "simulated nodes (kwok) per member, scheduled onto by a kube-scheduler; 0 for none")
+	cmd.Flags().StringVar(&nodes.CPU, "node-cpu", "2", "CPU capacity of each node")
+	cmd.Flags().StringVar(&nodes.Memory, "node-memory", "4Gi", "memory capacity of each node")
+	cmd.Flags().IntVar(&nodes.Pods, "node-pods", 110, "pod capacity of each node")
+	cmd.Flags().StringVar(&nodes.Region, "node-region", "", "topology.kubernetes.io/region of the nodes (default region-<member>)")
+	cmd.Flags().StringSliceVar(&nodes.Zones, "node-zones", nil, "topology.kubernetes.io/zone values spread over the nodes (default <region>-a,<region>-b)")
 	return cmd
 }
 

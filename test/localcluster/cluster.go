@@ -64,6 +64,23 @@ var controllers = []string{
 	"job-controller",
 }
 
+// nodeControllers are added for a cluster with simulated nodes: the node
+// lifecycle controller takes the not-ready taint the apiserver puts on a
+// new Node off once kwok reports it Ready (and puts it back, with
+// unreachable, if kwok stops); the workload controllers roll out what
+// federated workloads need. The taint eviction controller stays off, so a
+// stopped member apiserver never evicts pods.
+var nodeControllers = []string{
+	"node-lifecycle-controller",
+	"daemonset-controller",
+	"statefulset-controller",
+	"cronjob-controller",
+	"endpointslice-controller",
+}
+
+// podCIDR is the pool kwok gives pod IPs from; nothing routes to it.
+const podCIDR = "10.244.0.0/16"
+
 // errPortInUse marks a start that failed because a port we picked was
 // taken by someone else in the meantime.
 var errPortInUse = errors.New("a port was taken by another process")
@@ -84,6 +101,7 @@ type Cluster struct {
 	Dir string
 
 	ports     clusterPorts
+	nodes     NodeOptions
 	binDir    string
 	caPath    string
 	detached  bool
@@ -172,15 +190,15 @@ func (c *Cluster) signalAPIServer(sig syscall.Signal) error {
 
 // StartAPIServer starts this cluster's kube-apiserver again on the same
 // port and waits until /readyz succeeds; it is a no-op if it is running.
-// A running kube-controller-manager is restarted with it, as on a control
-// plane node that comes back: left alone, its informers would reconnect
-// only after their backoff (up to a minute after a long outage), and until
-// then it would issue tokens for deleted ServiceAccounts and leave
-// namespaces terminating, which is not what the tests are about.
+// A running kube-controller-manager (and kube-scheduler and kwok) is
+// restarted with it, as on a control plane node that comes back: left
+// alone, their informers would reconnect only after their backoff (up to a
+// minute after a long outage), and until then the controller manager would
+// issue tokens for deleted ServiceAccounts and leave namespaces
+// terminating, which is not what the tests are about.
 func (c *Cluster) StartAPIServer(ctx context.Context) error {
 	c.mu.Lock()
 	p := c.procs[APIServer]
-	cm := c.procs[ControllerManager]
 	c.mu.Unlock()
 	if p != nil && p.running() {
 		return nil
@@ -188,13 +206,30 @@ func (c *Cluster) StartAPIServer(ctx context.Context) error {
 	if err := c.startComponent(ctx, APIServer); err != nil {
 		return err
 	}
-	if cm == nil || !cm.running() {
-		return nil
+	for _, comp := range c.components()[2:] {
+		c.mu.Lock()
+		dep := c.procs[comp]
+		c.mu.Unlock()
+		if dep == nil || !dep.running() {
+			continue
+		}
+		if err := dep.stop(); err != nil {
+			return fmt.Errorf("cluster %s: restarting %s: %w", c.Name, comp, err)
+		}
+		if err := c.startComponent(ctx, comp); err != nil {
+			return err
+		}
 	}
-	if err := cm.stop(); err != nil {
-		return fmt.Errorf("cluster %s: restarting kube-controller-manager: %w", c.Name, err)
+	return nil
+}
+
+// components are the cluster's components in start order: the scheduler
+// and kwok only with nodes.
+func (c *Cluster) components() []Component {
+	if c.nodes.Count > 0 {
+		return components
 	}
-	return c.startComponent(ctx, ControllerManager)
+	return components[:3]
 }
 
 func (c *Cluster) componentArgs(comp Component) []string {
@@ -257,7 +292,7 @@ func (c *Cluster) componentArgs(comp Component) []string {
 			"--root-ca-file=" + c.caPath,
 			"--use-service-account-credentials=false",
 			"--leader-elect=false",
-			"--controllers=" + strings.Join(controllers, ","),
+			"--controllers=" + strings.Join(c.controllers(), ","),
 			"--cluster-name=" + c.Name,
 			// The namespace controller and the garbage collector issue
 			// many requests per deleted namespace; the default of 20 QPS
@@ -266,8 +301,34 @@ func (c *Cluster) componentArgs(comp Component) []string {
 			"--kube-api-burst=200",
 			"--profiling=false",
 		}
+	case Scheduler:
+		args = []string{
+			"--kubeconfig=" + filepath.Join(c.Dir, "controller-manager.kubeconfig"),
+			"--bind-address=127.0.0.1",
+			"--secure-port=" + strconv.Itoa(c.ports.Scheduler),
+			"--tls-cert-file=" + filepath.Join(c.Dir, "scheduler.crt"),
+			"--tls-private-key-file=" + filepath.Join(c.Dir, "scheduler.key"),
+			"--leader-elect=false",
+			"--profiling=false",
+		}
+	case Kwok:
+		args = []string{
+			"--kubeconfig=" + filepath.Join(c.Dir, "controller-manager.kubeconfig"),
+			"--config=" + filepath.Join(c.binDir, "kwok-stages.yaml"),
+			"--manage-nodes-with-annotation-selector=" + kwokNodeAnnotation + "=fake",
+			"--cidr=" + podCIDR,
+			"--server-address=" + loop(c.ports.Kwok),
+		}
 	}
 	return append(args, c.extraArgs[comp]...)
+}
+
+// controllers are the kube-controller-manager controllers this cluster runs.
+func (c *Cluster) controllers() []string {
+	if c.nodes.Count > 0 {
+		return append(append([]string(nil), controllers...), nodeControllers...)
+	}
+	return controllers
 }
 
 // startComponent spawns one component and waits until it is ready.
@@ -280,6 +341,8 @@ func (c *Cluster) startComponent(ctx context.Context, comp Component) error {
 		logPath:   c.LogPath(comp),
 		pidPath:   c.pidPath(comp),
 		detached:  c.detached,
+		// kwok reads $KWOK_WORKDIR/kwok.yaml (else ~/.kwok/kwok.yaml) first.
+		env: map[Component][]string{Kwok: {"KWOK_WORKDIR=" + c.Dir}}[comp],
 	})
 	if err != nil {
 		return fmt.Errorf("cluster %s: %w", c.Name, err)
@@ -298,6 +361,16 @@ func (c *Cluster) startComponent(ctx context.Context, comp Component) error {
 		// namespace, so its existence proves the controller manager is
 		// connected and running controllers.
 		return c.waitUntil(ctx, p, `the "default" ServiceAccount`, c.defaultServiceAccountExists)
+	case Scheduler:
+		return c.waitUntil(ctx, p, "kube-scheduler /readyz", c.schedulerReady)
+	case Kwok:
+		if err := c.waitUntil(ctx, p, "kwok /healthz", c.kwokHealthy); err != nil {
+			return err
+		}
+		if err := c.ensureNodes(ctx); err != nil {
+			return fmt.Errorf("cluster %s: %w", c.Name, err)
+		}
+		return c.waitUntil(ctx, p, fmt.Sprintf("%d nodes Ready and schedulable", c.nodes.Count), c.nodesReady)
 	}
 	return nil
 }
@@ -417,7 +490,7 @@ func (c *Cluster) start(ctx context.Context) error {
 }
 
 func (c *Cluster) startOnce(ctx context.Context) error {
-	for _, comp := range components {
+	for _, comp := range c.components() {
 		if err := c.startComponent(ctx, comp); err != nil {
 			return err
 		}

@@ -57,6 +57,7 @@ type state struct {
 type clusterState struct {
 	Name  string       `json:"name"`
 	Ports clusterPorts `json:"ports"`
+	Nodes NodeOptions  `json:"nodes,omitzero"`
 }
 
 // Start launches every cluster in parallel and returns once each
@@ -152,6 +153,9 @@ func newFederation(o Options) (*Federation, error) {
 			extraArgs: o.ExtraArgs,
 			procs:     map[Component]*process{},
 		}
+		if i > 0 {
+			c.nodes = o.Nodes.forCluster(name)
+		}
 		c.setPorts(ports[i])
 		if err := c.writeCredentials(ca, now); err != nil {
 			return nil, err
@@ -176,6 +180,10 @@ func (c *Cluster) writeCredentials(ca *authority, now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("localcluster: cluster %s: %w", c.Name, err)
 	}
+	schedCert, err := ca.servingCert("kube-scheduler-"+c.Name, []string{"localhost"}, []net.IP{net.IPv4(127, 0, 0, 1)}, now)
+	if err != nil {
+		return fmt.Errorf("localcluster: cluster %s: %w", c.Name, err)
+	}
 	saKey, err := newServiceAccountKey()
 	if err != nil {
 		return fmt.Errorf("localcluster: cluster %s: %w", c.Name, err)
@@ -188,6 +196,8 @@ func (c *Cluster) writeCredentials(ca *authority, now time.Time) error {
 		filepath.Join(c.Dir, "apiserver.key"):          apiCert.keyPEM,
 		filepath.Join(c.Dir, "controller-manager.crt"): kcmCert.certPEM,
 		filepath.Join(c.Dir, "controller-manager.key"): kcmCert.keyPEM,
+		filepath.Join(c.Dir, "scheduler.crt"):          schedCert.certPEM,
+		filepath.Join(c.Dir, "scheduler.key"):          schedCert.keyPEM,
 		filepath.Join(c.Dir, "sa.pub"):                 saKey.certPEM,
 		filepath.Join(c.Dir, "sa.key"):                 saKey.keyPEM,
 		filepath.Join(c.Dir, "tokens.csv"):             tokenFile(c.Token),
@@ -233,7 +243,7 @@ func (f *Federation) writeKubeconfig() error {
 func (f *Federation) writeState(o Options) error {
 	st := state{Version: stateVersion, Detached: o.Detach, BinDir: o.BinDir, ExtraArgs: o.ExtraArgs}
 	for _, c := range f.Clusters {
-		st.Clusters = append(st.Clusters, clusterState{Name: c.Name, Ports: c.ports})
+		st.Clusters = append(st.Clusters, clusterState{Name: c.Name, Ports: c.ports, Nodes: c.nodes})
 	}
 	data, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
@@ -323,6 +333,7 @@ func Load(dir string) (*Federation, error) {
 			procs:     map[Component]*process{},
 		}
 		c.setPorts(cs.Ports)
+		c.nodes = cs.Nodes
 		if user, ok := kcfg.AuthInfos[cs.Name]; ok {
 			c.Token = user.Token
 		}
@@ -485,7 +496,7 @@ func (f *Federation) Status(ctx context.Context) []ClusterStatus {
 		wg.Go(func() {
 			st := ClusterStatus{Name: c.Name, Server: c.Server}
 			c.mu.Lock()
-			for _, comp := range components {
+			for _, comp := range c.components() {
 				ps := ProcessStatus{Component: comp, LogPath: c.LogPath(comp)}
 				if p := c.procs[comp]; p != nil {
 					ps.PID = p.rec.PID

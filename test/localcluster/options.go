@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -47,6 +48,49 @@ type Options struct {
 	// ExtraArgs are appended to a component's command line; a repeated
 	// flag overrides the default because the last occurrence wins.
 	ExtraArgs map[Component][]string
+	// Nodes are the simulated nodes of every cluster but the host. With
+	// Count > 0 a member also runs kube-scheduler and kwok, and pods are
+	// scheduled and become Ready as on a real cluster.
+	Nodes NodeOptions
+}
+
+// NodeOptions describes the simulated nodes of a member cluster.
+type NodeOptions struct {
+	// Count is the number of nodes; 0 runs no scheduler and no kwok.
+	Count int `json:"count,omitempty"`
+	// CPU, Memory and Pods are each node's capacity; defaults 2, 4Gi, 110.
+	CPU    string `json:"cpu,omitempty"`
+	Memory string `json:"memory,omitempty"`
+	Pods   int    `json:"pods,omitempty"`
+	// Region is the nodes' topology.kubernetes.io/region label; the
+	// default is "region-<cluster>".
+	Region string `json:"region,omitempty"`
+	// Zones are spread over the nodes (topology.kubernetes.io/zone); the
+	// default is "<region>-a" and "<region>-b".
+	Zones []string `json:"zones,omitempty"`
+}
+
+// forCluster fills in the defaults for cluster name.
+func (n NodeOptions) forCluster(name string) NodeOptions {
+	if n.Count <= 0 {
+		return NodeOptions{}
+	}
+	if n.CPU == "" {
+		n.CPU = "2"
+	}
+	if n.Memory == "" {
+		n.Memory = "4Gi"
+	}
+	if n.Pods <= 0 {
+		n.Pods = 110
+	}
+	if n.Region == "" {
+		n.Region = "region-" + name
+	}
+	if len(n.Zones) == 0 {
+		n.Zones = []string{n.Region + "-a", n.Region + "-b"}
+	}
+	return n
 }
 
 // withDefaults validates o and fills in defaults.
@@ -84,7 +128,15 @@ func (o Options) withDefaults() (Options, error) {
 	if o.BinDir, err = filepath.Abs(o.BinDir); err != nil {
 		return o, fmt.Errorf("localcluster: resolving bin dir: %w", err)
 	}
-	if err := checkBinaries(o.BinDir); err != nil {
+	if o.Nodes.Count < 0 {
+		return o, fmt.Errorf("localcluster: Options.Nodes.Count must not be negative, got %d", o.Nodes.Count)
+	}
+	for _, q := range []string{o.Nodes.CPU, o.Nodes.Memory} {
+		if _, err := resource.ParseQuantity(q); q != "" && err != nil {
+			return o, fmt.Errorf("localcluster: node capacity %q: %w", q, err)
+		}
+	}
+	if err := checkBinaries(o.BinDir, o.Nodes.Count > 0); err != nil {
 		return o, err
 	}
 	if o.Out == nil {
@@ -139,9 +191,13 @@ func isKubefedModule(goMod string) bool {
 
 // checkBinaries fails early, with the fix, instead of letting a missing
 // binary surface as a confusing exec error in one of several goroutines.
-func checkBinaries(binDir string) error {
+func checkBinaries(binDir string, nodes bool) error {
 	var missing []string
-	for _, c := range components {
+	need := components[:3]
+	if nodes {
+		need = components
+	}
+	for _, c := range need {
 		fi, err := os.Stat(filepath.Join(binDir, string(c)))
 		if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
 			missing = append(missing, string(c))
@@ -160,6 +216,8 @@ type clusterPorts struct {
 	EtcdPeer          int `json:"etcdPeer"`
 	APIServer         int `json:"apiServer"`
 	ControllerManager int `json:"controllerManager"`
+	Scheduler         int `json:"scheduler,omitempty"`
+	Kwok              int `json:"kwok,omitempty"`
 }
 
 // freePorts asks the kernel for n distinct free loopback ports. All
@@ -187,14 +245,15 @@ func freePorts(n int) ([]int, error) {
 
 // allocatePorts returns a fresh, mutually distinct port set per cluster.
 func allocatePorts(clusters int) ([]clusterPorts, error) {
-	ports, err := freePorts(4 * clusters)
+	const perCluster = 6
+	ports, err := freePorts(perCluster * clusters)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]clusterPorts, clusters)
 	for i := range out {
-		p := ports[4*i:]
-		out[i] = clusterPorts{EtcdClient: p[0], EtcdPeer: p[1], APIServer: p[2], ControllerManager: p[3]}
+		p := ports[perCluster*i:]
+		out[i] = clusterPorts{EtcdClient: p[0], EtcdPeer: p[1], APIServer: p[2], ControllerManager: p[3], Scheduler: p[4], Kwok: p[5]}
 	}
 	return out, nil
 }

@@ -25,10 +25,15 @@ const (
 	APIServer Component = "kube-apiserver"
 	// ControllerManager is the cluster's kube-controller-manager.
 	ControllerManager Component = "kube-controller-manager"
+	// Scheduler is the cluster's kube-scheduler, run when it has nodes.
+	Scheduler Component = "kube-scheduler"
+	// Kwok simulates the cluster's nodes and their pods' kubelets.
+	Kwok Component = "kwok"
 )
 
 // components lists the components in start order; they stop in reverse.
-var components = []Component{Etcd, APIServer, ControllerManager}
+// A cluster without nodes runs only the first three (Cluster.components).
+var components = []Component{Etcd, APIServer, ControllerManager, Scheduler, Kwok}
 
 const (
 	// stopGrace is how long a component gets to exit after SIGTERM before it
@@ -74,6 +79,8 @@ type spawnSpec struct {
 	logPath   string
 	pidPath   string
 	detached  bool
+	// env is added to the environment the component inherits.
+	env []string
 }
 
 // spawn starts a component with its output appended to its log file and
@@ -98,6 +105,9 @@ func spawn(s spawnSpec) (*process, error) {
 
 	cmd := exec.Command(exe, s.args...)
 	cmd.Dir = s.dir
+	if len(s.env) > 0 {
+		cmd.Env = append(os.Environ(), s.env...)
+	}
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = sysProcAttr(s.detached)
