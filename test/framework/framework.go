@@ -89,12 +89,19 @@ func RepoRoot() (string, error) {
 // Start brings up a host and `members` member clusters in workDir, or
 // attaches to the federation named by $KUBEFED_E2E_CLUSTERS.
 func Start(ctx context.Context, workDir string, members int, out io.Writer) (*Framework, error) {
+	return StartWithNodes(ctx, workDir, members, out, localcluster.NodeOptions{})
+}
+
+// StartWithNodes is Start with simulated nodes in every member (see
+// localcluster.NodeOptions): pods are scheduled and become Ready. It always
+// starts a federation of its own.
+func StartWithNodes(ctx context.Context, workDir string, members int, out io.Writer, nodes localcluster.NodeOptions) (*Framework, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return nil, err
 	}
 	f := &Framework{RepoRoot: root}
-	if dir := os.Getenv(ReuseDirEnv); dir != "" {
+	if dir := os.Getenv(ReuseDirEnv); dir != "" && nodes.Count == 0 {
 		f.Fed, err = localcluster.Load(dir)
 	} else {
 		names := []string{"host"}
@@ -107,6 +114,7 @@ func Start(ctx context.Context, workDir string, members int, out io.Writer) (*Fr
 			Clusters: names,
 			BinDir:   filepath.Join(root, "bin"),
 			Out:      out,
+			Nodes:    nodes,
 		})
 	}
 	if err != nil {
