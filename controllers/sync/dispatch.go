@@ -4,8 +4,6 @@ import (
 	"context"
 	gosync "sync"
 	"time"
-
-	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 )
 
 // dispatchItem is one federated object of one type, in one member's queue.
@@ -93,7 +91,7 @@ func (d *clusterDispatcher) processNext(ctx context.Context) bool {
 	case retriable(o.status):
 		// A write the member refused or did not answer is tried again
 		// with this member's backoff, as its trouble may pass.
-		d.queue.AddWithOpts(priorityqueue.AddOpts{RateLimited: true, Priority: &priority}, item)
+		retryLater(d.queue, item, priority)
 	default:
 		d.queue.Forget(item)
 	}

@@ -46,6 +46,11 @@ func enqueue[T comparable](q priorityqueue.PriorityQueue[T], item T, priority in
 	q.AddWithOpts(priorityqueue.AddOpts{Priority: &priority, After: after}, item)
 }
 
+// retryLater adds item to q again after its backoff, at priority.
+func retryLater[T comparable](q priorityqueue.PriorityQueue[T], item T, priority int) {
+	q.AddWithOpts(priorityqueue.AddOpts{Priority: &priority, RateLimited: true}, item)
+}
+
 // workQueue is a priority work queue that may be shut down more than once.
 type workQueue[T comparable] struct {
 	priorityqueue.PriorityQueue[T]
@@ -509,7 +514,7 @@ func (w *typeWorker) settle(q *workQueue[string], key string, priority int, requ
 		if !errors.Is(err, context.Canceled) {
 			w.log.V(1).Info(what+" failed; retrying", "federatedObject", key, "error", err.Error())
 		}
-		q.AddWithOpts(priorityqueue.AddOpts{RateLimited: true, Priority: &priority}, key)
+		retryLater(q, key, priority)
 	case requeue > 0:
 		q.Forget(key)
 		enqueue(q, key, priority, requeue)

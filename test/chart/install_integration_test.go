@@ -56,18 +56,7 @@ func TestChartInstall(t *testing.T) {
 	helm := newHelm(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	for _, name := range []string{"controller-manager", "kubefedctl"} {
-		binary(t, name, "make build")
-	}
-	fw, err := framework.Start(ctx, t.TempDir(), 1, testWriter{t})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := fw.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
+	fw := startHostAndMember(ctx, t)
 
 	// The releases share the host and its CRDs; each runs its own
 	// controller-manager, stopped before the next starts.
@@ -86,6 +75,25 @@ func TestChartInstall(t *testing.T) {
 			cp.checkNothingForbidden(t)
 		})
 	}
+}
+
+// startHostAndMember builds the binaries the install tests run and starts a
+// fresh host with one member, stopped when the test ends.
+func startHostAndMember(ctx context.Context, t *testing.T) *framework.Framework {
+	t.Helper()
+	for _, name := range []string{"controller-manager", "kubefedctl"} {
+		binary(t, name, "make build")
+	}
+	fw, err := framework.Start(ctx, t.TempDir(), 1, testWriter{t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := fw.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return fw
 }
 
 // testWriter sends the local clusters' progress to the test log.

@@ -78,18 +78,7 @@ func manifestObjects(t *testing.T, name string) []*unstructured.Unstructured {
 func TestReleaseManifestInstall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	for _, name := range []string{"controller-manager", "kubefedctl"} {
-		binary(t, name, "make build")
-	}
-	fw, err := framework.Start(ctx, t.TempDir(), 1, testWriter{t})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := fw.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
+	fw := startHostAndMember(ctx, t)
 	ns := corev1beta1.DefaultKubeFedNamespace
 	manifest := filepath.Join(repoRoot, "dist", releaseManifests[corev1beta1.ClusterScoped])
 	if out, err := fw.Kubectl(ctx, fw.Host.Name, "create", "namespace", ns); err != nil {

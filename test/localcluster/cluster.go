@@ -403,19 +403,25 @@ func (c *Cluster) waitUntil(ctx context.Context, p *process, what string, check 
 }
 
 func (c *Cluster) etcdHealthy(ctx context.Context) error {
-	url := "http://127.0.0.1:" + strconv.Itoa(c.ports.EtcdClient) + "/health"
+	return probeHTTP(ctx, http.DefaultClient, "http://127.0.0.1:"+strconv.Itoa(c.ports.EtcdClient)+"/health",
+		func(body string) bool { return strings.Contains(body, `"health":"true"`) })
+}
+
+// probeHTTP GETs url and succeeds on a 200 whose body healthy accepts.
+func probeHTTP(ctx context.Context, client *http.Client, url string, healthy func(body string) bool) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"health":"true"`) {
-		return fmt.Errorf("etcd /health: %s: %s", resp.Status, strings.TrimSpace(string(body)))
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	body := strings.TrimSpace(string(raw))
+	if resp.StatusCode != http.StatusOK || !healthy(body) {
+		return fmt.Errorf("%s: %s: %s", url, resp.Status, body)
 	}
 	return nil
 }

@@ -6,10 +6,8 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -130,28 +128,13 @@ func (c *Cluster) schedulerReady(ctx context.Context) error {
 	}
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
 	defer client.CloseIdleConnections()
-	return getOK(ctx, client, "https://127.0.0.1:"+strconv.Itoa(c.ports.Scheduler)+"/readyz")
+	return probeHTTP(ctx, client, "https://127.0.0.1:"+strconv.Itoa(c.ports.Scheduler)+"/readyz", isOK)
 }
 
 // kwokHealthy probes kwok's /healthz, which it serves once its stages are
 // loaded and its informers started.
 func (c *Cluster) kwokHealthy(ctx context.Context) error {
-	return getOK(ctx, http.DefaultClient, "http://127.0.0.1:"+strconv.Itoa(c.ports.Kwok)+"/healthz")
+	return probeHTTP(ctx, http.DefaultClient, "http://127.0.0.1:"+strconv.Itoa(c.ports.Kwok)+"/healthz", isOK)
 }
 
-func getOK(ctx context.Context, client *http.Client, url string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(body)) != "ok" {
-		return fmt.Errorf("%s: %s: %s", url, resp.Status, strings.TrimSpace(string(body)))
-	}
-	return nil
-}
+func isOK(body string) bool { return body == "ok" }
