@@ -363,6 +363,9 @@ func setupControllers(ctx context.Context, cfg *rest.Config, mgr manager.Manager
 			Readiness:          shared.readiness,
 			Registry:           shared.registry,
 			FailoverToleration: s.UnavailableDelay,
+
+			UnschedulableThreshold: o.UnschedulableThreshold,
+			CapacityHold:           o.CapacityHold,
 		}
 		if s.Scope == corev1beta1.NamespaceScoped {
 			rsp.ObjectNamespace = o.KubeFedNamespace

@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
+	"github.com/kubefed-io/kubefed/controllers/scheduling"
 )
 
 // Options are the controller-manager's command-line settings; everything
@@ -59,6 +61,14 @@ type Options struct {
 	// ReplicaID names this replica among those scaling out; it must be
 	// unique among the live ones, such as the Pod's name.
 	ReplicaID string
+	// UnschedulableThreshold is how long a workload's pods must stay
+	// unschedulable in a member, and its replicas there unchanged, before
+	// the ReplicaSchedulingPreference controller lowers that member's
+	// capacity estimate.
+	UnschedulableThreshold time.Duration
+	// CapacityHold is how long a capacity estimate is kept after it was
+	// last confirmed.
+	CapacityHold time.Duration
 }
 
 // DefaultOptions are the flag defaults.
@@ -72,6 +82,9 @@ func DefaultOptions() Options {
 		WebhookCertDir:   "/tmp/k8s-webhook-server/serving-certs",
 		KubeAPIQPS:       200,
 		KubeAPIBurst:     400,
+
+		UnschedulableThreshold: scheduling.DefaultUnschedulableThreshold,
+		CapacityHold:           scheduling.DefaultCapacityHold,
 	}
 }
 
@@ -92,6 +105,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.ScaleOut, "scale-out", o.ScaleOut, "Make every replica active, each propagating to a share of the member clusters (split over the live replicas through Leases); implies --leader-elect for the controllers that must run once.")
 	fs.StringVar(&o.ReplicaID, "replica-id", o.ReplicaID, "Name of this replica with --scale-out, unique among the replicas, such as the Pod's name; the host name and a random suffix when empty.")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Requests per second the controller-manager may send to the host cluster's API server.")
+	fs.DurationVar(&o.UnschedulableThreshold, "unschedulable-threshold", o.UnschedulableThreshold, "How long a workload's pods must stay unschedulable in a member cluster, and the replicas asked of it unchanged, before a ReplicaSchedulingPreference moves its excess replicas elsewhere (KubeFed: 1m).")
+	fs.DurationVar(&o.CapacityHold, "capacity-hold", o.CapacityHold, "How long a member cluster's capacity estimate from unschedulable pods is kept after it was last confirmed, before the cluster is offered its preferred share again.")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Requests the controller-manager may send to the host cluster's API server in a burst above --kube-api-qps.")
 }
 
@@ -103,6 +118,12 @@ func (o Options) Validate() error {
 	}
 	if o.KubeAPIBurst < 1 {
 		errs = append(errs, fmt.Errorf("--kube-api-burst must be at least 1, got %d", o.KubeAPIBurst))
+	}
+	if o.UnschedulableThreshold <= 0 {
+		errs = append(errs, fmt.Errorf("--unschedulable-threshold must be greater than 0, got %v", o.UnschedulableThreshold))
+	}
+	if o.CapacityHold <= 0 {
+		errs = append(errs, fmt.Errorf("--capacity-hold must be greater than 0, got %v", o.CapacityHold))
 	}
 	if o.WebhookPort < 0 || o.WebhookPort > 65535 {
 		errs = append(errs, fmt.Errorf("--webhook-port must be between 0 and 65535, got %d", o.WebhookPort))

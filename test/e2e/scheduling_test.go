@@ -5,15 +5,23 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"math"
 	"path/filepath"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
+	schedulingv1alpha1 "github.com/kubefed-io/kubefed/api/scheduling/v1alpha1"
 	"github.com/kubefed-io/kubefed/test/framework"
 	"github.com/kubefed-io/kubefed/test/localcluster"
 )
@@ -46,7 +54,7 @@ var _ = Describe("Scheduling on real pods", Ordered, func() {
 		}}
 		return u
 	}
-	deployment := func(name string) *unstructured.Unstructured {
+	deployment := func(name, cpu string) *unstructured.Unstructured {
 		labels := map[string]any{"app": name}
 		return fedObject("Deployment", schedNS, name, map[string]any{
 			"metadata": map[string]any{"labels": labels},
@@ -56,7 +64,7 @@ var _ = Describe("Scheduling on real pods", Ordered, func() {
 				"template": map[string]any{
 					"metadata": map[string]any{"labels": labels},
 					"spec": map[string]any{"containers": []any{map[string]any{"name": "web", "image": "nginx:1.27",
-						"resources": map[string]any{"requests": map[string]any{"cpu": "100m"}}}}},
+						"resources": map[string]any{"requests": map[string]any{"cpu": cpu}}}}},
 				},
 			},
 		}, nil, nil)
@@ -64,8 +72,10 @@ var _ = Describe("Scheduling on real pods", Ordered, func() {
 
 	BeforeAll(func(ctx context.Context) {
 		var err error
+		// member3 is small: one node of 2 CPUs.
 		sfw, err = framework.StartWithNodes(ctx, GinkgoT().TempDir(), 3, GinkgoWriter,
-			localcluster.NodeOptions{Count: 2, CPU: "4", Memory: "8Gi", Pods: 110})
+			localcluster.NodeOptions{Count: 2, CPU: "4", Memory: "8Gi", Pods: 110},
+			map[string]localcluster.NodeOptions{"member3": {Count: 1, CPU: "2", Memory: "4Gi", Pods: 110}})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func() error { return sfw.Stop() })
 		crds, err := framework.ReadCRDs(sfw.CRDDirs()...)
@@ -75,7 +85,10 @@ var _ = Describe("Scheduling on real pods", Ordered, func() {
 		Expect(sfw.Host.Client.Create(ctx, fastProbeConfig())).To(Succeed())
 		_, err = sfw.Kubectl(ctx, sfw.Host.Name, "apply", "--server-side", "-f", filepath.Join(sfw.RepoRoot, "config", "default-types"))
 		Expect(err).NotTo(HaveOccurred())
-		cm, err := sfw.StartControllerManager(ctx, filepath.Join(GinkgoT().TempDir(), "cm"))
+		// A short unschedulable threshold keeps the rebalance spec short;
+		// a long hold keeps the estimate for the whole spec.
+		cm, err := sfw.StartControllerManager(ctx, filepath.Join(GinkgoT().TempDir(), "cm"),
+			"--unschedulable-threshold=10s", "--capacity-hold=10m")
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func() error { return cm.Stop() })
 		for _, m := range sfw.Members {
@@ -93,7 +106,7 @@ var _ = Describe("Scheduling on real pods", Ordered, func() {
 	})
 
 	It("splits 15 replicas 3/6/6 with \"*\": {weight 2, maxReplicas 12} and one member {min 1, max 3, weight 1}, every pod Ready", func(ctx context.Context) {
-		Expect(sfw.Host.Client.Create(ctx, deployment("seed"))).To(Succeed())
+		Expect(sfw.Host.Client.Create(ctx, deployment("seed", "100m"))).To(Succeed())
 		Expect(sfw.Host.Client.Create(ctx, rsp("seed", 15, map[string]any{
 			"*":       map[string]any{"weight": int64(2), "maxReplicas": int64(12)},
 			"member1": map[string]any{"minReplicas": int64(1), "maxReplicas": int64(3), "weight": int64(1)},
@@ -105,7 +118,7 @@ var _ = Describe("Scheduling on real pods", Ordered, func() {
 	})
 
 	It("splits 10 replicas 3/7 over {min 3, max 6, weight 1} and {min 5, max 12, weight 2}, every pod Ready", func(ctx context.Context) {
-		Expect(sfw.Host.Client.Create(ctx, deployment("pair"))).To(Succeed())
+		Expect(sfw.Host.Client.Create(ctx, deployment("pair", "100m"))).To(Succeed())
 		Expect(sfw.Host.Client.Create(ctx, rsp("pair", 10, map[string]any{
 			"member1": map[string]any{"minReplicas": int64(3), "maxReplicas": int64(6), "weight": int64(1)},
 			"member2": map[string]any{"minReplicas": int64(5), "maxReplicas": int64(12), "weight": int64(2)},
@@ -117,4 +130,152 @@ var _ = Describe("Scheduling on real pods", Ordered, func() {
 			return []string{replicas(ctx, m1, "pair"), replicas(ctx, m2, "pair"), replicas(ctx, m3, "pair")}
 		}).WithTimeout(90 * time.Second).WithPolling(time.Second).Should(Equal([]string{"3/3", "7/7", "0/0"}))
 	})
+
+	It("moves the replicas a member too small for its share cannot run to members with room, with rebalance, and shows the capacity estimate", func(ctx context.Context) {
+		// One CPU a pod: member3 (2 CPUs, some taken by the specs above)
+		// cannot run its preferred share of 3.
+		Expect(sfw.Host.Client.Create(ctx, deployment("big", "1"))).To(Succeed())
+		pref := rsp("big", 9, map[string]any{"*": map[string]any{"weight": int64(1)}})
+		Expect(unstructured.SetNestedField(pref.Object, true, "spec", "rebalance")).To(Succeed())
+		Expect(sfw.Host.Client.Create(ctx, pref)).To(Succeed())
+		m3 := sfw.Members[2]
+		// First member3 is asked for its share and leaves pods pending.
+		Eventually(func() int { return unschedulablePods(ctx, m3, "big") }).
+			WithTimeout(90 * time.Second).WithPolling(time.Second).Should(BeNumerically(">", 0))
+		Eventually(func(g Gomega) {
+			st := rspStatus(ctx, sfw, "big")
+			c3 := st["member3"]
+			g.Expect(c3.EstimatedCapacity).NotTo(BeNil(), "member3's capacity estimate")
+			g.Expect(c3.Replicas).To(BeNumerically("<", 3))
+			g.Expect(*c3.EstimatedCapacity).To(Equal(c3.Replicas))
+			var total int64
+			for _, m := range sfw.Members {
+				spec, ready := deploymentReplicas(ctx, m, "big")
+				g.Expect(spec).To(Equal(st[m.Name].Replicas), m.Name)
+				g.Expect(ready).To(Equal(spec), m.Name)
+				total += ready
+			}
+			g.Expect(total).To(Equal(int64(9)))
+			g.Expect(unschedulablePods(ctx, m3, "big")).To(BeZero())
+		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	})
+
+	It("fails a stopped member's replicas over after the toleration without taking any from the healthy ones, and gives them back when it returns", func(ctx context.Context) {
+		Expect(sfw.Host.Client.Create(ctx, deployment("fo", "100m"))).To(Succeed())
+		pref := rsp("fo", 6, map[string]any{"*": map[string]any{"weight": int64(1)}})
+		Expect(unstructured.SetNestedField(pref.Object, int64(15), "spec", "failoverTolerationSeconds")).To(Succeed())
+		Expect(sfw.Host.Client.Create(ctx, pref)).To(Succeed())
+		m1, m2, m3 := sfw.Members[0], sfw.Members[1], sfw.Members[2]
+		all := func() []string {
+			return []string{replicas(ctx, m1, "fo"), replicas(ctx, m2, "fo"), replicas(ctx, m3, "fo")}
+		}
+		Eventually(all).WithTimeout(90 * time.Second).WithPolling(time.Second).Should(Equal([]string{"2/2", "2/2", "2/2"}))
+		generation := memberObject(ctx, m3, "apps/v1", "Deployment", schedNS, "fo").GetGeneration()
+		lowest1 := lowestReplicas(ctx, m1, schedNS, "fo")
+		lowest2 := lowestReplicas(ctx, m2, schedNS, "fo")
+
+		Expect(m3.Local.StopAPIServer()).To(Succeed())
+		DeferCleanup(func(ctx context.Context) error { return m3.Local.StartAPIServer(ctx) })
+		By("within the toleration member3 is known not ready and keeps its replicas")
+		var seen map[string]schedulingv1alpha1.ClusterReplicas
+		Eventually(func() *metav1.Time {
+			seen = rspStatus(ctx, sfw, "fo")
+			return seen["member3"].NotReadySince
+		}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).ShouldNot(BeNil())
+		Expect(seen["member3"].FailedOver).To(BeFalse())
+		Expect([]int64{seen["member1"].Replicas, seen["member2"].Replicas, seen["member3"].Replicas}).To(Equal([]int64{2, 2, 2}))
+		By("past the toleration member1 and member2 run all six")
+		Eventually(func() []string { return []string{replicas(ctx, m1, "fo"), replicas(ctx, m2, "fo")} }).
+			WithTimeout(60 * time.Second).WithPolling(time.Second).Should(Equal([]string{"3/3", "3/3"}))
+		Expect(rspStatus(ctx, sfw, "fo")["member3"].FailedOver).To(BeTrue())
+
+		By("member3 returns and gets its replicas back (rebalance off: the ones that moved)")
+		Expect(m3.Local.StartAPIServer(ctx)).To(Succeed())
+		Eventually(func(g Gomega) {
+			c3 := rspStatus(ctx, sfw, "fo")["member3"]
+			g.Expect(c3.FailedOver).To(BeFalse())
+			g.Expect(c3.NotReadySince).To(BeNil())
+			g.Expect(all()).To(Equal([]string{"2/2", "2/2", "2/2"}))
+		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		// member3 ran its two through the partition: its Deployment was
+		// never scaled down and up again.
+		Expect(memberObject(ctx, m3, "apps/v1", "Deployment", schedNS, "fo").GetGeneration()).To(Equal(generation))
+		Expect([]int64{lowest1(), lowest2()}).To(Equal([]int64{2, 2}), "the healthy members' lowest replicas")
+	})
 })
+
+// rspStatus is a ReplicaSchedulingPreference's status per cluster.
+func rspStatus(ctx context.Context, f *framework.Framework, name string) map[string]schedulingv1alpha1.ClusterReplicas {
+	GinkgoHelper()
+	rsp := &schedulingv1alpha1.ReplicaSchedulingPreference{}
+	Expect(f.Host.Client.Get(ctx, client.ObjectKey{Namespace: schedNS, Name: name}, rsp)).To(Succeed())
+	out := map[string]schedulingv1alpha1.ClusterReplicas{}
+	for _, c := range rsp.Status.Clusters {
+		out[c.Name] = c
+	}
+	return out
+}
+
+// deploymentReplicas are a member Deployment's spec and ready replicas;
+// zero when it does not exist.
+func deploymentReplicas(ctx context.Context, c *framework.Cluster, name string) (spec, ready int64) {
+	GinkgoHelper()
+	d := memberObject(ctx, c, "apps/v1", "Deployment", schedNS, name)
+	if d == nil {
+		return 0, 0
+	}
+	spec, _, _ = unstructured.NestedInt64(d.Object, "spec", "replicas")
+	ready, _, _ = unstructured.NestedInt64(d.Object, "status", "readyReplicas")
+	return spec, ready
+}
+
+// unschedulablePods counts the pods labeled app=name in a member that the
+// scheduler reports Unschedulable.
+func unschedulablePods(ctx context.Context, c *framework.Cluster, name string) int {
+	GinkgoHelper()
+	pods, err := c.Kube.CoreV1().Pods(schedNS).List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
+	Expect(err).NotTo(HaveOccurred())
+	n := 0
+	for _, p := range pods.Items {
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// lowestReplicas watches a member Deployment from now on, through an
+// informer that outlives the spec's disconnects, and returns a func that
+// tells the lowest spec.replicas seen so far.
+func lowestReplicas(ctx context.Context, c *framework.Cluster, namespace, name string) func() int64 {
+	GinkgoHelper()
+	var mu sync.Mutex
+	lowest := int64(math.MaxInt64)
+	record := func(obj any) {
+		if d, ok := obj.(*appsv1.Deployment); ok && d.Spec.Replicas != nil {
+			mu.Lock()
+			lowest = min(lowest, int64(*d.Spec.Replicas))
+			mu.Unlock()
+		}
+	}
+	lw := cache.NewListWatchFromClient(c.Kube.AppsV1().RESTClient(), "deployments", namespace, fields.OneTermEqualSelector("metadata.name", name))
+	_, informer := cache.NewInformerWithOptions(cache.InformerOptions{
+		ListerWatcher: lw,
+		ObjectType:    &appsv1.Deployment{},
+		Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc:    record,
+			UpdateFunc: func(_, obj any) { record(obj) },
+		},
+	})
+	stop := make(chan struct{})
+	go informer.Run(stop)
+	DeferCleanup(func() { close(stop) })
+	Eventually(informer.HasSynced).WithContext(ctx).WithTimeout(30 * time.Second).Should(BeTrue())
+	return func() int64 {
+		mu.Lock()
+		defer mu.Unlock()
+		return lowest
+	}
+}

@@ -89,19 +89,20 @@ func RepoRoot() (string, error) {
 // Start brings up a host and `members` member clusters in workDir, or
 // attaches to the federation named by $KUBEFED_E2E_CLUSTERS.
 func Start(ctx context.Context, workDir string, members int, out io.Writer) (*Framework, error) {
-	return StartWithNodes(ctx, workDir, members, out, localcluster.NodeOptions{})
+	return StartWithNodes(ctx, workDir, members, out, localcluster.NodeOptions{}, nil)
 }
 
 // StartWithNodes is Start with simulated nodes in every member (see
-// localcluster.NodeOptions): pods are scheduled and become Ready. It always
-// starts a federation of its own.
-func StartWithNodes(ctx context.Context, workDir string, members int, out io.Writer, nodes localcluster.NodeOptions) (*Framework, error) {
+// localcluster.NodeOptions), or memberNodes[member] for the members it
+// names: pods are scheduled and become Ready. With nodes it always starts a
+// federation of its own.
+func StartWithNodes(ctx context.Context, workDir string, members int, out io.Writer, nodes localcluster.NodeOptions, memberNodes map[string]localcluster.NodeOptions) (*Framework, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return nil, err
 	}
 	f := &Framework{RepoRoot: root}
-	if dir := os.Getenv(ReuseDirEnv); dir != "" && nodes.Count == 0 {
+	if dir := os.Getenv(ReuseDirEnv); dir != "" && nodes.Count == 0 && len(memberNodes) == 0 {
 		f.Fed, err = localcluster.Load(dir)
 	} else {
 		names := []string{"host"}
@@ -110,11 +111,12 @@ func StartWithNodes(ctx context.Context, workDir string, members int, out io.Wri
 		}
 		f.owned = true
 		f.Fed, err = localcluster.Start(ctx, localcluster.Options{
-			WorkDir:  workDir,
-			Clusters: names,
-			BinDir:   filepath.Join(root, "bin"),
-			Out:      out,
-			Nodes:    nodes,
+			WorkDir:     workDir,
+			Clusters:    names,
+			BinDir:      filepath.Join(root, "bin"),
+			Out:         out,
+			Nodes:       nodes,
+			MemberNodes: memberNodes,
 		})
 	}
 	if err != nil {

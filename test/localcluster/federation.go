@@ -154,7 +154,7 @@ func newFederation(o Options) (*Federation, error) {
 			procs:     map[Component]*process{},
 		}
 		if i > 0 {
-			c.nodes = o.Nodes.forCluster(name)
+			c.nodes = o.nodesOf(name).forCluster(name)
 		}
 		c.setPorts(ports[i])
 		if err := c.writeCredentials(ca, now); err != nil {

@@ -52,6 +52,28 @@ type Options struct {
 	// Count > 0 a member also runs kube-scheduler and kwok, and pods are
 	// scheduled and become Ready as on a real cluster.
 	Nodes NodeOptions
+	// MemberNodes replaces Nodes for the members it names, for members of
+	// different sizes; a name that is not a member is an error.
+	MemberNodes map[string]NodeOptions
+}
+
+// nodesOf are the node options of member name, before defaults.
+func (o Options) nodesOf(name string) NodeOptions {
+	if n, ok := o.MemberNodes[name]; ok {
+		return n
+	}
+	return o.Nodes
+}
+
+// anyNodes tells whether some member has nodes, and so needs the scheduler
+// and kwok binaries.
+func (o Options) anyNodes() bool {
+	for _, name := range o.Clusters[1:] {
+		if o.nodesOf(name).Count > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // NodeOptions describes the simulated nodes of a member cluster.
@@ -128,15 +150,23 @@ func (o Options) withDefaults() (Options, error) {
 	if o.BinDir, err = filepath.Abs(o.BinDir); err != nil {
 		return o, fmt.Errorf("localcluster: resolving bin dir: %w", err)
 	}
-	if o.Nodes.Count < 0 {
-		return o, fmt.Errorf("localcluster: Options.Nodes.Count must not be negative, got %d", o.Nodes.Count)
-	}
-	for _, q := range []string{o.Nodes.CPU, o.Nodes.Memory} {
-		if _, err := resource.ParseQuantity(q); q != "" && err != nil {
-			return o, fmt.Errorf("localcluster: node capacity %q: %w", q, err)
+	for name := range o.MemberNodes {
+		if !seen[name] || name == o.Clusters[0] {
+			return o, fmt.Errorf("localcluster: Options.MemberNodes names %q, which is not a member cluster", name)
 		}
 	}
-	if err := checkBinaries(o.BinDir, o.Nodes.Count > 0); err != nil {
+	for _, name := range o.Clusters[1:] {
+		n := o.nodesOf(name)
+		if n.Count < 0 {
+			return o, fmt.Errorf("localcluster: cluster %s: node count must not be negative, got %d", name, n.Count)
+		}
+		for _, q := range []string{n.CPU, n.Memory} {
+			if _, err := resource.ParseQuantity(q); q != "" && err != nil {
+				return o, fmt.Errorf("localcluster: cluster %s: node capacity %q: %w", name, q, err)
+			}
+		}
+	}
+	if err := checkBinaries(o.BinDir, o.anyNodes()); err != nil {
 		return o, err
 	}
 	if o.Out == nil {

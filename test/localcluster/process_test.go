@@ -175,6 +175,27 @@ func TestOptionsValidation(t *testing.T) {
 		"duplicate":      func(o *Options) { o.Clusters = []string{"a", "a"} },
 		"reserved name":  func(o *Options) { o.Clusters = []string{"pki"} },
 		"missing binary": func(o *Options) { o.BinDir = t.TempDir() },
+		"nodes for the host": func(o *Options) {
+			o.MemberNodes = map[string]NodeOptions{"host": {Count: 1}}
+		},
+		"nodes for no member": func(o *Options) {
+			o.MemberNodes = map[string]NodeOptions{"member2": {Count: 1}}
+		},
+		"negative member nodes": func(o *Options) {
+			o.MemberNodes = map[string]NodeOptions{"member1": {Count: -1}}
+		},
+		"bad member capacity": func(o *Options) {
+			o.MemberNodes = map[string]NodeOptions{"member1": {Count: 1, CPU: "two"}}
+		},
+		"member nodes without their binaries": func(o *Options) {
+			o.BinDir = t.TempDir()
+			for _, c := range components[:3] {
+				if err := os.WriteFile(filepath.Join(o.BinDir, string(c)), []byte("#!/bin/sh\n"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			o.MemberNodes = map[string]NodeOptions{"member1": {Count: 1}}
+		},
 	} {
 		o := base
 		mutate(&o)
