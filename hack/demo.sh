@@ -67,6 +67,14 @@ for c in member1 member2; do
   kubectl --context "$c" get nodes -L topology.kubernetes.io/region,topology.kubernetes.io/zone
   kubectl --context "$c" -n demo get deployments,services -l kubefed.io/managed=true
 done
+# The federated workloads' status sums their members' ready replicas
+# (READY), a moment after the members report them.
+for _ in $(seq 1 30); do
+  [[ "$(kubectl --context host -n demo get federateddeployment nginx -o jsonpath='{.status.ready}')" == "8/8" ]] && break
+  sleep 1
+done
+echo "--- host"
+kubectl --context host -n demo get federateddeployments
 kubefedctl --host-cluster-context host status -n demo
 kubefedctl --host-cluster-context host get clusters
 

@@ -2,7 +2,6 @@ package scheduling
 
 import (
 	"fmt"
-	"math"
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -103,19 +102,8 @@ func labelSelector(raw any) (labels.Selector, error) {
 
 // replicaCount reads an override value as a replica count.
 func replicaCount(v any) (int64, bool) {
-	switch n := v.(type) {
-	case int64:
-		return n, n >= 0
-	case int:
-		return int64(n), n >= 0
-	case int32:
-		return int64(n), n >= 0
-	case float64:
-		if n >= 0 && n <= math.MaxInt64 && n == math.Trunc(n) {
-			return int64(n), true
-		}
-	}
-	return 0, false
+	n, ok := jsonvalue.Int64(v)
+	return n, ok && n >= 0
 }
 
 // overrideEntry is one element of spec.overrides.

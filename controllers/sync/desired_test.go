@@ -187,7 +187,7 @@ func TestBuildStatus(t *testing.T) {
 		{cluster: "c1", listed: true, remote: map[string]any{"replicas": int64(1)}},
 		{cluster: "c3"},
 	}
-	s := buildStatus(nil, 4, outcomes, "", "", now)
+	s := buildStatus(nil, 4, outcomes, "", "", now, nil)
 	if s["observedGeneration"] != int64(4) {
 		t.Fatal(s)
 	}
@@ -204,18 +204,18 @@ func TestBuildStatus(t *testing.T) {
 	}
 
 	// The same outcomes later give an identical status: nothing to write.
-	again := buildStatus(s, 4, outcomes, "", "", now.Add(time.Hour))
+	again := buildStatus(s, 4, outcomes, "", "", now.Add(time.Hour), nil)
 	if !sameJSON(s, again) {
 		t.Fatalf("unchanged status differs:\n%v\n%v", s, again)
 	}
 	// Recovery flips the condition with a new transition time.
-	ok := buildStatus(s, 4, []outcome{{cluster: "c1", listed: true}, {cluster: "c2", listed: true}}, "", "", now.Add(time.Hour))
+	ok := buildStatus(s, 4, []outcome{{cluster: "c1", listed: true}, {cluster: "c2", listed: true}}, "", "", now.Add(time.Hour), nil)
 	okCond := ok["conditions"].([]any)[0].(map[string]any)
 	if okCond["status"] != "True" || okCond["lastTransitionTime"] == cond["lastTransitionTime"] {
 		t.Fatalf("recovered condition: %v", okCond)
 	}
 	// A placement failure lists no clusters.
-	nf := buildStatus(nil, 1, nil, typesv1beta1.ReasonNamespaceNotFederated, "no FederatedNamespace", now)
+	nf := buildStatus(nil, 1, nil, typesv1beta1.ReasonNamespaceNotFederated, "no FederatedNamespace", now, nil)
 	if _, ok := nf["clusters"]; ok || nf["conditions"].([]any)[0].(map[string]any)["reason"] != "NamespaceNotFederated" {
 		t.Fatalf("not federated: %v", nf)
 	}

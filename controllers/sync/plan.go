@@ -2,6 +2,7 @@ package sync
 
 import (
 	"encoding/json"
+	"maps"
 	"strconv"
 	"time"
 
@@ -172,7 +173,8 @@ type resultChange int
 
 const (
 	resultSame resultChange = iota
-	// resultRemoteOnly: only the collected remote status changed.
+	// resultRemoteOnly: only the collected remote status or the counts
+	// changed.
 	resultRemoteOnly
 	resultChanged
 )
@@ -197,7 +199,7 @@ func (w *typeWorker) recordResult(key, cluster string, plan *clusterPlan, o outc
 		return resultChanged
 	case prev.status != o.status || prev.message != o.message || prev.listed != o.listed || prev.pending != o.pending:
 		return resultChanged
-	case !sameJSON(prev.remote, o.remote):
+	case !sameJSON(prev.remote, o.remote) || !maps.Equal(prev.counts, o.counts):
 		return resultRemoteOnly
 	}
 	return resultSame

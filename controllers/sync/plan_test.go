@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
 	typesv1beta1 "github.com/kubefed-io/kubefed/api/types/v1beta1"
+	"github.com/kubefed-io/kubefed/pkg/federatedtype"
 )
 
 func testFed(generation int64, annotations map[string]string) *unstructured.Unstructured {
@@ -261,7 +263,7 @@ func TestOtherReplicasEntriesAreKeptWithWhatTheConditionSaidOfThem(t *testing.T)
 		{cluster: "member4", listed: true, remote: map[string]any{"replicas": int64(2)}},
 	}
 	mine := outcome{cluster: "member2", listed: true, status: "UpdateFailed", message: "conflict"}
-	old := buildStatus(nil, 3, append(slices.Clone(byOthers), mine), "", "", now)
+	old := buildStatus(nil, 3, append(slices.Clone(byOthers), mine), "", "", now, nil)
 	keep := func(c string) bool { return c == "member2" }
 
 	got := othersOutcomes(old, keep)
@@ -275,12 +277,12 @@ func TestOtherReplicasEntriesAreKeptWithWhatTheConditionSaidOfThem(t *testing.T)
 		}
 	}
 	// Rebuilt with the same own outcome, the status is unchanged: no write.
-	again := buildStatus(old, 3, append(got, mine), "", "", now.Add(time.Minute))
+	again := buildStatus(old, 3, append(got, mine), "", "", now.Add(time.Minute), nil)
 	if !sameJSON(old, again) {
 		t.Errorf("rebuilt status differs:\n%v\n%v", old, again)
 	}
 	// member2 recovers: only its part of the message goes.
-	healed := buildStatus(old, 3, append(othersOutcomes(old, keep), outcome{cluster: "member2", listed: true}), "", "", now)
+	healed := buildStatus(old, 3, append(othersOutcomes(old, keep), outcome{cluster: "member2", listed: true}), "", "", now, nil)
 	msg := oldCondition(healed)["message"]
 	if msg != "member1: CreationFailed: admission webhook denied it; retry later; member3: ClusterNotReady" {
 		t.Errorf("message after member2 healed: %q", msg)
@@ -297,5 +299,56 @@ func TestClusterMessagesOfAnUnparsableMessageAreEmpty(t *testing.T) {
 	}
 	if got := othersOutcomes(old, func(string) bool { return false }); len(got) != 1 || got[0].status != "CreationFailed" {
 		t.Errorf("others' outcomes %+v", got)
+	}
+}
+
+// The status sums the copies' counts, shows READY per cluster and in all,
+// and a replica that serves only some members sums the counts other
+// replicas wrote for the rest.
+func TestStatusAggregatesCountsOverClustersAndReplicas(t *testing.T) {
+	agg, err := federatedtype.AggregationFor(&corev1beta1.FederatedTypeConfig{Spec: corev1beta1.FederatedTypeConfigSpec{
+		TargetType: corev1beta1.APIResource{Group: "apps", Version: "v1", Kind: "Deployment"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyOf := func(desired, ready int64) map[string]int64 {
+		return agg.Counts(map[string]any{"spec": map[string]any{"replicas": desired}, "status": map[string]any{"readyReplicas": ready, "replicas": desired}})
+	}
+	now := time.Now()
+	outcomes := []outcome{
+		{cluster: "member1", listed: true, counts: copyOf(3, 3)},
+		{cluster: "member2", listed: true, counts: copyOf(5, 2)},
+		// Failing, its copy's last counts still count.
+		{cluster: "member3", listed: true, status: "UpdateFailed", counts: copyOf(2, 2)},
+		// Not read (no copy yet): listed without counts.
+		{cluster: "member4", listed: true},
+	}
+	s := buildStatus(nil, 1, outcomes, "", "", now, agg)
+	if s["ready"] != "7/10" {
+		t.Errorf("ready = %v, want 7/10", s["ready"])
+	}
+	if c := s["counts"].(map[string]any); c["readyReplicas"] != int64(7) || c["desiredReplicas"] != int64(10) || c["replicas"] != int64(10) {
+		t.Errorf("counts = %v", c)
+	}
+	perCluster := map[string]any{}
+	for _, e := range s["clusters"].([]any) {
+		m := e.(map[string]any)
+		perCluster[m["name"].(string)] = m["ready"]
+	}
+	if want := map[string]any{"member1": "3/3", "member2": "2/5", "member3": "2/2", "member4": nil}; !maps.Equal(perCluster, want) {
+		t.Errorf("per-cluster ready = %v, want %v", perCluster, want)
+	}
+
+	// Replica B serves member2 only; the others' entries count as written.
+	keep := func(c string) bool { return c == "member2" }
+	mine := outcome{cluster: "member2", listed: true, counts: copyOf(5, 5)}
+	again := buildStatus(s, 1, append(othersOutcomes(s, keep), mine), "", "", now, agg)
+	if again["ready"] != "10/10" {
+		t.Errorf("ready after member2 rolled out = %v, want 10/10", again["ready"])
+	}
+	// Without aggregation nothing of it is written.
+	plain := buildStatus(nil, 1, outcomes, "", "", now, nil)
+	if _, ok := plain["counts"]; ok || plain["ready"] != nil {
+		t.Errorf("status without aggregation: %v", plain)
 	}
 }

@@ -59,6 +59,9 @@ type outcome struct {
 	status  typesv1beta1.PropagationStatusValue
 	message string
 	remote  any
+	// counts are the copy's counts that status aggregation sums; nil
+	// when the type's status is not aggregated or nothing was read.
+	counts map[string]int64
 	// listed is whether the cluster appears in status.clusters.
 	listed bool
 	// pending means the member's cache is not synced yet: the object's
@@ -385,7 +388,7 @@ func (w *typeWorker) syncPlaced(ctx context.Context, fed *unstructured.Unstructu
 	}
 	if current != nil && p.checked != "" && p.checked == fingerprint(current) {
 		// Only the copy's status changed since it was found up to date.
-		return outcome{cluster: cluster, listed: true, remote: w.remoteStatus(current), checked: p.checked}
+		return outcome{cluster: cluster, listed: true, remote: w.remoteStatus(current), counts: w.countsOf(current), checked: p.checked}
 	}
 	if !p.rendered {
 		desired, hash, err := desiredObject(fed.Object, name, namespace, w.target, p.ops)
@@ -460,7 +463,7 @@ func (w *typeWorker) create(ctx context.Context, fed *unstructured.Unstructured,
 		w.observeWrite(fed)
 		w.remember(cluster, fed, hash, created.GetResourceVersion())
 		w.recorder.Eventf(fed, corev1.EventTypeNormal, EventCreateInCluster, createMessageFmt, w.target.kind, name, cluster)
-		out.remote = w.remoteStatus(created)
+		out.remote, out.counts = w.remoteStatus(created), w.countsOf(created)
 		out.checked = fingerprint(created)
 		return out
 	}
@@ -511,7 +514,7 @@ func (w *typeWorker) adopt(ctx context.Context, fed *unstructured.Unstructured, 
 }
 
 func (w *typeWorker) update(ctx context.Context, fed *unstructured.Unstructured, cluster string, desired map[string]any, hash string, current *unstructured.Unstructured, adopting bool) outcome {
-	out := outcome{cluster: cluster, listed: true, remote: w.remoteStatus(current)}
+	out := outcome{cluster: cluster, listed: true, remote: w.remoteStatus(current), counts: w.countsOf(current)}
 	if !adopting && (w.recorded(cluster, fed, hash, current.GetResourceVersion()) || upToDate(desired, current.Object, hash)) {
 		out.checked = fingerprint(current)
 		return out
@@ -551,7 +554,7 @@ func (w *typeWorker) update(ctx context.Context, fed *unstructured.Unstructured,
 		note = adoptedNote
 	}
 	w.recorder.Eventf(fed, corev1.EventTypeNormal, EventUpdateInCluster, updateMessageFmt+note, w.target.kind, name, cluster)
-	out.remote = w.remoteStatus(updated)
+	out.remote, out.counts = w.remoteStatus(updated), w.countsOf(updated)
 	out.checked = fingerprint(updated)
 	return out
 }
@@ -830,6 +833,15 @@ func (w *typeWorker) remoteStatus(obj *unstructured.Unstructured) any {
 		return nil
 	}
 	return s
+}
+
+// countsOf reads the counts that the type's status aggregation sums from a
+// member copy.
+func (w *typeWorker) countsOf(obj *unstructured.Unstructured) map[string]int64 {
+	if w.aggregation == nil || obj == nil {
+		return nil
+	}
+	return w.aggregation.Counts(obj.Object)
 }
 
 func (w *typeWorker) reportTemplateProblems(fed *unstructured.Unstructured) {

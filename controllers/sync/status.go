@@ -17,6 +17,7 @@ import (
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
 	typesv1beta1 "github.com/kubefed-io/kubefed/api/types/v1beta1"
+	"github.com/kubefed-io/kubefed/pkg/federatedtype"
 	"github.com/kubefed-io/kubefed/pkg/jsonvalue"
 )
 
@@ -29,8 +30,12 @@ const maxConditionMessage = 4096
 // reason means the object could not be placed at all; outcomes are then
 // ignored. Condition times are taken from old when the condition did not
 // change, so an unchanged status is equal to old and is not written.
-func buildStatus(old map[string]any, generation int64, outcomes []outcome, reason, message string, now time.Time) map[string]any {
+//
+// With an aggregation, each cluster entry holds its copy's counts and
+// READY, and the status their sums.
+func buildStatus(old map[string]any, generation int64, outcomes []outcome, reason, message string, now time.Time, agg *federatedtype.Aggregation) map[string]any {
 	clusters := []any{}
+	var total map[string]int64
 	if reason == "" {
 		sortOutcomes(outcomes)
 		var problems []string
@@ -49,6 +54,18 @@ func buildStatus(old map[string]any, generation int64, outcomes []outcome, reaso
 			}
 			if o.remote != nil {
 				c["remoteStatus"] = jsonvalue.Copy(o.remote)
+			}
+			if agg != nil && o.counts != nil {
+				if total == nil {
+					total = map[string]int64{}
+				}
+				for name, n := range o.counts {
+					total[name] += n
+				}
+				c["counts"] = countsValue(o.counts)
+				if r := agg.Ready(o.counts); r != "" {
+					c["ready"] = r
+				}
 			}
 			clusters = append(clusters, c)
 		}
@@ -91,7 +108,38 @@ func buildStatus(old map[string]any, generation int64, outcomes []outcome, reaso
 	if len(clusters) > 0 {
 		status["clusters"] = clusters
 	}
+	if total != nil {
+		status["counts"] = countsValue(total)
+		if r := agg.Ready(total); r != "" {
+			status["ready"] = r
+		}
+	}
 	return status
+}
+
+// countsValue is counts as a JSON object.
+func countsValue(counts map[string]int64) map[string]any {
+	out := make(map[string]any, len(counts))
+	for name, n := range counts {
+		out[name] = n
+	}
+	return out
+}
+
+// countsOfEntry reads the counts of a status.clusters entry; nil when it
+// has none.
+func countsOfEntry(m map[string]any) map[string]int64 {
+	raw, ok := m["counts"].(map[string]any)
+	if !ok {
+		return nil
+	}
+	out := make(map[string]int64, len(raw))
+	for name, v := range raw {
+		if n, ok := jsonvalue.Int64(v); ok {
+			out[name] = n
+		}
+	}
+	return out
 }
 
 func oldCondition(old map[string]any) map[string]any {
@@ -312,7 +360,7 @@ func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructu
 	if keep != nil && reason == "" {
 		outcomes = append(slices.Clone(outcomes), othersOutcomes(old, keep)...)
 	}
-	status := buildStatus(old, fed.GetGeneration(), outcomes, reason, message, time.Now())
+	status := buildStatus(old, fed.GetGeneration(), outcomes, reason, message, time.Now(), w.aggregation)
 	if sameJSON(old, status) {
 		return 0, nil
 	}
@@ -385,6 +433,7 @@ func othersOutcomes(old map[string]any, keep func(string) bool) []outcome {
 		if r, ok := m["remoteStatus"]; ok {
 			o.remote = r
 		}
+		o.counts = countsOfEntry(m)
 		out = append(out, o)
 	}
 	return out

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
+	"github.com/kubefed-io/kubefed/pkg/federatedtype"
 	"github.com/kubefed-io/kubefed/pkg/informermanager"
 	"github.com/kubefed-io/kubefed/pkg/placement"
 )
@@ -82,6 +83,9 @@ type typeWorker struct {
 	log      logr.Logger
 
 	collectStatus bool
+	// aggregation sums counts of the copies into the status; nil when the
+	// type has none.
+	aggregation *federatedtype.Aggregation
 
 	informer toolscache.SharedIndexInformer
 	// queue holds the objects to plan; statusQueue the objects whose
@@ -134,12 +138,17 @@ func newTypeWorker(e *Engine, ftc *corev1beta1.FederatedTypeConfig) (*typeWorker
 	if ft.PluralName == "" || tt.PluralName == "" || tt.Version == "" || ft.Version == "" {
 		return nil, fmt.Errorf("FederatedTypeConfig %s: federatedType and targetType need a version and a pluralName", ftc.Name)
 	}
+	aggregation, err := federatedtype.AggregationFor(ftc)
+	if err != nil {
+		return nil, fmt.Errorf("FederatedTypeConfig %s: %w", ftc.Name, err)
+	}
 	w := &typeWorker{
-		e:      e,
-		name:   ftc.Name,
-		ftc:    ftc,
-		fedGVR: schema.GroupVersionResource{Group: ft.Group, Version: ft.Version, Resource: ft.PluralName},
-		gvr:    schema.GroupVersionResource{Group: tt.Group, Version: tt.Version, Resource: tt.PluralName},
+		aggregation: aggregation,
+		e:           e,
+		name:        ftc.Name,
+		ftc:         ftc,
+		fedGVR:      schema.GroupVersionResource{Group: ft.Group, Version: ft.Version, Resource: ft.PluralName},
+		gvr:         schema.GroupVersionResource{Group: tt.Group, Version: tt.Version, Resource: tt.PluralName},
 		target: targetType{
 			apiVersion: tt.GroupVersionString(),
 			kind:       tt.Kind,
@@ -394,7 +403,7 @@ func (w *typeWorker) memberEvent(ev informermanager.Event) {
 			reflect.DeepEqual(o.GetLabels(), n.GetLabels()) &&
 			reflect.DeepEqual(o.GetAnnotations(), n.GetAnnotations()) &&
 			n.GetDeletionTimestamp().Equal(o.GetDeletionTimestamp())
-		if statusOnly && !w.collectStatus {
+		if statusOnly && !w.collectStatus && w.aggregation == nil {
 			return
 		}
 	}

@@ -119,6 +119,7 @@ func setUp(ctx context.Context, o options) (*env, error) {
 		Clusters:     names,
 		BinDir:       filepath.Join(root, "bin"),
 		StartTimeout: localcluster.DefaultStartTimeout + time.Duration(o.members)*30*time.Second,
+		Nodes:        localcluster.NodeOptions{Count: o.nodes},
 	})
 	if err != nil {
 		return e, fmt.Errorf("start clusters: %w", err)

@@ -54,6 +54,7 @@ import (
 // options are the command-line settings of one run.
 type options struct {
 	members          int
+	nodes            int
 	n                int
 	rate             float64
 	workers          int
@@ -80,6 +81,7 @@ func parseFlags(args []string) (options, error) {
 	o := options{}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.IntVar(&o.members, "members", 3, "member clusters to start (1-10); the host is not joined")
+	fs.IntVar(&o.nodes, "nodes", 0, "simulated nodes (kube-scheduler and kwok) per member, so that the Deployments' pods really run; 0 (the default) for none")
 	fs.IntVar(&o.n, "n", 1000, "FederatedDeployments per wave, and as many FederatedConfigMaps")
 	fs.Float64Var(&o.rate, "rate", 20, "federated objects created per second in the fixed-rate create wave")
 	fs.IntVar(&o.workers, "workers", 16, "concurrent requests of the load generator")
@@ -113,6 +115,8 @@ func parseFlags(args []string) (options, error) {
 		o.scenarios[s] = true
 	}
 	switch {
+	case o.nodes < 0:
+		return o, fmt.Errorf("-nodes must not be negative, got %d", o.nodes)
 	case o.members < 1 || o.members > 10:
 		return o, fmt.Errorf("-members must be 1..10, got %d", o.members)
 	case o.n < 1 || o.isolationN < 1 || o.scaleN < 2 || o.flipN < 2:

@@ -139,7 +139,7 @@ func (o options) summary() map[string]string {
 	return map[string]string{
 		"members": fmt.Sprint(o.members), "n": fmt.Sprint(o.n), "rate": fmt.Sprint(o.rate),
 		"workers": fmt.Sprint(o.workers), "syncWorkers": fmt.Sprint(o.syncWorkers),
-		"statusCollection": fmt.Sprint(o.statusCollection), "idle": o.idle.String(), "isolationN": fmt.Sprint(o.isolationN),
+		"statusCollection": fmt.Sprint(o.statusCollection), "nodes": fmt.Sprint(o.nodes), "idle": o.idle.String(), "isolationN": fmt.Sprint(o.isolationN),
 	}
 }
 
@@ -188,8 +188,12 @@ var processColumns = []string{"controller-manager", "host/kube-apiserver", "host
 
 func (r *report) print(w io.Writer) {
 	fmt.Fprintf(w, "\nmachine: %d CPUs (%s), %s GiB, kernel %s, %s\n", r.Machine.CPUs, r.Machine.CPUModel, r.Machine.MemoryGiB, r.Machine.Kernel, r.Machine.Go)
-	fmt.Fprintf(w, "run: members=%s n=%s rate=%s/s workers=%s syncWorkers=%s statusCollection=%s\n",
-		r.Options["members"], r.Options["n"], r.Options["rate"], r.Options["workers"], r.Options["syncWorkers"], r.Options["statusCollection"])
+	nodes := r.Options["nodes"]
+	if nodes == "" {
+		nodes = "0" // a run from before -nodes
+	}
+	fmt.Fprintf(w, "run: members=%s nodes/member=%s n=%s rate=%s/s workers=%s syncWorkers=%s statusCollection=%s\n",
+		r.Options["members"], nodes, r.Options["n"], r.Options["rate"], r.Options["workers"], r.Options["syncWorkers"], r.Options["statusCollection"])
 	if r.ControllerManager != "" {
 		fmt.Fprintf(w, "controller-manager: %s\n", r.ControllerManager)
 	}

@@ -3,6 +3,7 @@ package federatedtype
 import (
 	_ "embed"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -187,14 +188,25 @@ func CRD(t Target, o Options) (*apiextensionsv1.CustomResourceDefinition, error)
 				Subresources: &apiextensionsv1.CustomResourceSubresources{
 					Status: &apiextensionsv1.CustomResourceSubresourceStatus{},
 				},
-				AdditionalPrinterColumns: printerColumns,
+				AdditionalPrinterColumns: t.printerColumns(),
 			}},
 		},
 	}
 	return crd, nil
 }
 
-// printerColumns show at a glance whether an object propagated, and why not.
+// printerColumns show at a glance whether an object propagated, and why
+// not, and for the workload kinds how many of their replicas are ready
+// over all clusters.
+func (t Target) printerColumns() []apiextensionsv1.CustomResourceColumnDefinition {
+	if BuiltinAggregation(t.Group, t.Kind) == nil {
+		return slices.Clone(printerColumns)
+	}
+	ready := apiextensionsv1.CustomResourceColumnDefinition{Name: "Ready", Type: "string", JSONPath: ".status.ready",
+		Description: "Ready over desired, summed over the clusters"}
+	return append([]apiextensionsv1.CustomResourceColumnDefinition{ready}, printerColumns...)
+}
+
 var printerColumns = []apiextensionsv1.CustomResourceColumnDefinition{
 	{Name: "Propagation", Type: "string", JSONPath: `.status.conditions[?(@.type=='Propagation')].status`},
 	{Name: "Reason", Type: "string", JSONPath: `.status.conditions[?(@.type=='Propagation')].reason`},

@@ -6,6 +6,7 @@ package jsonvalue
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 )
 
 // TypeName names the JSON type of v for error messages, e.g. "an object".
@@ -48,4 +49,23 @@ func Copy(v any) any {
 		return out
 	}
 	return v
+}
+
+// Int64 reads an integer as JSON decoders leave it: an int64 from
+// apimachinery, a float64 from encoding/json, or a Go int; false for
+// anything else, a fraction included.
+func Int64(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return n, true
+	case int:
+		return int64(n), true
+	case int32:
+		return int64(n), true
+	case float64:
+		if n == math.Trunc(n) && n >= math.MinInt64 && n < math.MaxInt64 {
+			return int64(n), true
+		}
+	}
+	return 0, false
 }

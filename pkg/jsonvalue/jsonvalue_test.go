@@ -33,3 +33,18 @@ func TestCopyIsDeep(t *testing.T) {
 		t.Fatal("copy shares nested values with the original")
 	}
 }
+
+func TestInt64(t *testing.T) {
+	for _, tc := range []struct {
+		in   any
+		want int64
+		ok   bool
+	}{
+		{int64(-3), -3, true}, {7, 7, true}, {int32(4), 4, true}, {float64(12), 12, true},
+		{1.5, 0, false}, {"3", 0, false}, {nil, 0, false}, {1e19, 0, false},
+	} {
+		if got, ok := Int64(tc.in); got != tc.want || ok != tc.ok {
+			t.Errorf("Int64(%#v) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}

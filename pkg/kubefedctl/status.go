@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -32,6 +33,10 @@ One row per federated object, one column per member cluster:
   <reason>    propagation to the cluster failed, e.g. UpdateFailed,
               ClusterNotReady or AlreadyExists
   -           the object is not placed in the cluster
+A workload's cell adds its ready count there, such as "OK 3/3", and the
+READY column sums it over the clusters (ready over desired replicas; Jobs:
+succeeded over completions), as ` + "`kubectl get`" + ` shows it for the kind; READY is
+shown when some object has it.
 The PROPAGATION column is the object's Propagation condition: OK, the
 reason it failed (CheckClusters when some cluster failed,
 NamespaceNotFederated, ...), Pending while the control plane has not acted
@@ -105,12 +110,15 @@ type clusterReadiness struct {
 
 // objectStatus is one federated object's propagation.
 type objectStatus struct {
-	APIVersion  string             `json:"apiVersion"`
-	Kind        string             `json:"kind"`
-	Namespace   string             `json:"namespace,omitempty"`
-	Name        string             `json:"name"`
-	Propagation propagationState   `json:"propagation"`
-	Clusters    []clusterPlacement `json:"clusters"`
+	APIVersion  string           `json:"apiVersion"`
+	Kind        string           `json:"kind"`
+	Namespace   string           `json:"namespace,omitempty"`
+	Name        string           `json:"name"`
+	Propagation propagationState `json:"propagation"`
+	// Ready is <ready>/<desired> over the clusters, for the kinds whose
+	// status is aggregated (status.ready).
+	Ready    string             `json:"ready,omitempty"`
+	Clusters []clusterPlacement `json:"clusters"`
 
 	created metav1.Time
 }
@@ -128,6 +136,8 @@ type clusterPlacement struct {
 	State   string `json:"state"`
 	// Reason is the cluster's propagation status when State is Failed.
 	Reason string `json:"reason,omitempty"`
+	// Ready is the copy's <ready>/<desired>, when the status is aggregated.
+	Ready string `json:"ready,omitempty"`
 }
 
 // statusSummary counts objects and placements.
@@ -365,18 +375,19 @@ func buildStatusReport(joined []corev1beta1.KubeFedCluster, objects []unstructur
 			Namespace:   d.obj.GetNamespace(),
 			Name:        d.obj.GetName(),
 			Propagation: propagationOf(&d.obj, &d.status),
+			Ready:       d.status.Ready,
 			created:     d.obj.GetCreationTimestamp(),
 		}
-		outcome := map[string]typesv1beta1.PropagationStatusValue{}
+		outcome := map[string]typesv1beta1.ClusterStatus{}
 		for _, c := range d.status.Clusters {
-			outcome[c.Name] = c.Status
+			outcome[c.Name] = c
 		}
 		for _, c := range report.Clusters {
 			p := clusterPlacement{Cluster: c.Name, State: PlacementNotPlaced}
 			if v, placed := outcome[c.Name]; placed {
-				p.State = PlacementOK
-				if v != "" {
-					p.State, p.Reason = PlacementFailed, string(v)
+				p.State, p.Ready = PlacementOK, v.Ready
+				if v.Status != "" {
+					p.State, p.Reason = PlacementFailed, string(v.Status)
 				}
 			}
 			switch p.State {
@@ -440,15 +451,20 @@ func propagationCell(p propagationState) string {
 	return p.State
 }
 
-// placementCell is how the table shows an object's state in a cluster.
+// placementCell is how the table shows an object's state in a cluster,
+// with the copy's ready count when there is one.
 func placementCell(p clusterPlacement) string {
+	cell := p.State
 	switch p.State {
 	case PlacementNotPlaced:
 		return notPlacedCell
 	case PlacementFailed:
-		return p.Reason
+		cell = p.Reason
 	}
-	return p.State
+	if p.Ready != "" {
+		cell += " " + p.Ready
+	}
+	return cell
 }
 
 // printStatusTable prints one row per object and the summary.
@@ -459,6 +475,10 @@ func printStatusTable(out io.Writer, r statusReport, now time.Time, wide, withNa
 		header = append(header, "NAMESPACE")
 	}
 	header = append(header, "KIND", "NAME", "PROPAGATION")
+	withReady := slices.ContainsFunc(r.Objects, func(o objectStatus) bool { return o.Ready != "" })
+	if withReady {
+		header = append(header, "READY")
+	}
 	for _, c := range r.Clusters {
 		header = append(header, c.Name)
 	}
@@ -472,6 +492,9 @@ func printStatusTable(out io.Writer, r statusReport, now time.Time, wide, withNa
 			row = append(row, orNone(o.Namespace))
 		}
 		row = append(row, o.Kind, o.Name, propagationCell(o.Propagation))
+		if withReady {
+			row = append(row, o.Ready)
+		}
 		for _, p := range o.Clusters {
 			row = append(row, placementCell(p))
 		}

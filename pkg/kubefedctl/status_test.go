@@ -172,7 +172,13 @@ func newStatusHost(t *testing.T) *typesHost {
 	fed(fedDeployGVR, "FederatedDeployment", "demo", "web", 4, map[string]any{
 		"observedGeneration": int64(4),
 		"conditions":         cond(metav1.ConditionFalse, typesv1beta1.ReasonCheckClusters, "propagation failed in 1 of 2 clusters"),
-		"clusters":           clusters("member1", "", "member2", string(typesv1beta1.ClusterNotReady)),
+		// Aggregated: member1 counts, member2 (not ready) has no copy read.
+		"clusters": []any{
+			map[string]any{"name": "member1", "ready": "2/3", "counts": map[string]any{"readyReplicas": int64(2), "desiredReplicas": int64(3)}},
+			map[string]any{"name": "member2", "status": string(typesv1beta1.ClusterNotReady)},
+		},
+		"ready":  "2/3",
+		"counts": map[string]any{"readyReplicas": int64(2), "desiredReplicas": int64(3)},
 	})
 	fed(fedDeployGVR, "FederatedDeployment", "demo", "fresh", 1, nil)
 	fed(fedDeployGVR, "FederatedDeployment", "demo", "stale", 3, map[string]any{

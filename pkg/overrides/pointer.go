@@ -2,6 +2,7 @@ package overrides
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -87,4 +88,29 @@ func (p Pointer) String() string {
 		b.WriteString(strings.ReplaceAll(strings.ReplaceAll(tok, "~", "~0"), "/", "~1"))
 	}
 	return b.String()
+}
+
+// Lookup returns the value p points to in doc (decoded JSON: maps, lists
+// and scalars), and whether it is there.
+func (p Pointer) Lookup(doc any) (any, bool) {
+	node := doc
+	for _, tok := range p {
+		switch n := node.(type) {
+		case map[string]any:
+			v, ok := n[tok]
+			if !ok {
+				return nil, false
+			}
+			node = v
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(n) || (len(tok) > 1 && tok[0] == '0') {
+				return nil, false
+			}
+			node = n[i]
+		default:
+			return nil, false
+		}
+	}
+	return node, true
 }

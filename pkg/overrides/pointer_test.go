@@ -67,3 +67,30 @@ func FuzzParsePointer(f *testing.F) {
 		}
 	})
 }
+
+func TestPointerLookup(t *testing.T) {
+	doc := map[string]any{
+		"spec": map[string]any{
+			"list": []any{"a", map[string]any{"x~y/z": int64(2)}},
+		},
+	}
+	for path, want := range map[string]any{
+		"/spec/list/0":          "a",
+		"/spec/list/1/x~0y~1z":  int64(2),
+		"/spec/list/2":          nil,
+		"/spec/list/01":         nil,
+		"/spec/list/-":          nil,
+		"/spec/missing":         nil,
+		"/spec/list/0/deeper":   nil,
+		"/spec/list/1/x~0y~1z/": nil,
+	} {
+		p, err := ParsePointer(path)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		got, ok := p.Lookup(doc)
+		if ok != (want != nil) || got != want {
+			t.Errorf("Lookup(%s) = %v, %v; want %v", path, got, ok, want)
+		}
+	}
+}

@@ -2,7 +2,6 @@ package retention
 
 import (
 	"fmt"
-	"math"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -464,19 +463,11 @@ func asList(v any) ([]any, error) {
 // decoded JSON takes: int64 from the API machinery, integral float64 from
 // encoding/json, and Go ints.
 func asInt(v any) (int64, error) {
-	switch n := v.(type) {
-	case nil:
+	if v == nil {
 		return 0, nil
-	case int64:
+	}
+	if n, ok := jsonvalue.Int64(v); ok {
 		return n, nil
-	case int:
-		return int64(n), nil
-	case int32:
-		return int64(n), nil
-	case float64:
-		if n == math.Trunc(n) && n >= math.MinInt64 && n < math.MaxInt64 {
-			return int64(n), nil
-		}
 	}
 	return 0, errType("an integer", v)
 }

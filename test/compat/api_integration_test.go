@@ -506,3 +506,46 @@ func TestKubeFedClusterEndpoints(t *testing.T) {
 		wantInvalid(t, host.Create(ctx, cluster(endpoint), client.DryRunAll), want)
 	}
 }
+
+// statusAggregation (ours, additive) is checked by the schema: a READY that
+// names no field or a path that is not a JSON pointer is refused when
+// written, not found out by the controller.
+func TestStatusAggregationIsValidated(t *testing.T) {
+	ctx := context.Background()
+	fields := []any{
+		map[string]any{"name": "desired", "path": "/spec/size"},
+		map[string]any{"name": "up", "path": "/status/readyMembers"},
+	}
+	agg := func(m map[string]any) func(map[string]any) { return set("statusAggregation", m) }
+	for _, tc := range []struct {
+		name  string
+		edit  func(map[string]any)
+		wants []string
+	}{
+		{"ready naming no field", agg(map[string]any{"fields": fields, "ready": "down", "desired": "desired"}),
+			[]string{"spec.statusAggregation.ready", "ready must name one of fields"}},
+		{"ready without desired", agg(map[string]any{"fields": fields, "ready": "up"}),
+			[]string{"spec.statusAggregation", "ready and desired go together"}},
+		{"a dotted path", agg(map[string]any{"fields": []any{map[string]any{"name": "up", "path": "status.readyMembers"}}}),
+			[]string{"spec.statusAggregation.fields[0].path", "must be a JSON pointer"}},
+		{"a name that is no identifier", agg(map[string]any{"fields": []any{map[string]any{"name": "ready-members", "path": "/status/readyMembers"}}}),
+			[]string{"spec.statusAggregation.fields[0].name"}},
+		{"a field twice", agg(map[string]any{"fields": []any{fields[0], fields[0]}}),
+			[]string{"spec.statusAggregation.fields[1]", "Duplicate value"}},
+		{"an unknown mode", agg(map[string]any{"mode": "Off"}),
+			[]string{"spec.statusAggregation.mode", "Unsupported value"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wantInvalid(t, host.Create(ctx, typeConfig(tc.edit), client.DryRunAll), tc.wants...)
+		})
+	}
+	for name, m := range map[string]map[string]any{
+		"fields with READY": {"fields": fields, "ready": "up", "desired": "desired"},
+		"fields alone":      {"fields": fields[:1]},
+		"disabled":          {"mode": "Disabled"},
+	} {
+		if err := host.Create(ctx, typeConfig(agg(m)), client.DryRunAll); err != nil {
+			t.Errorf("%s: refused: %v", name, err)
+		}
+	}
+}

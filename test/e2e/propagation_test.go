@@ -286,19 +286,33 @@ var _ = Describe("Propagation", Ordered, func() {
 		Expect(gen).To(Equal(f.GetGeneration()))
 	})
 
-	It("collects each member's status into status.clusters[].remoteStatus", func(ctx context.Context) {
-		Eventually(func() any {
+	It("collects each member's status into status.clusters[].remoteStatus and sums their counts", func(ctx context.Context) {
+		// The collected status is the member's, value for value, once the
+		// member's rollout settled; the counts add up the members'.
+		Eventually(func(g Gomega) {
 			f := fedGet(ctx, "Deployment", propNS, "nginx")
 			clusters, _, _ := unstructured.NestedSlice(f.Object, "status", "clusters")
+			var desired, ready int64
+			seen := 0
 			for _, c := range clusters {
 				m := c.(map[string]any)
-				if m["name"] == member2.Name {
-					rs, _ := m["remoteStatus"].(map[string]any)
-					return rs["observedGeneration"]
+				for _, member := range []*framework.Cluster{member1, member2} {
+					if m["name"] != member.Name {
+						continue
+					}
+					seen++
+					d := memberObject(ctx, member, "apps/v1", "Deployment", propNS, "nginx")
+					g.Expect(d).NotTo(BeNil(), member.Name)
+					g.Expect(m["remoteStatus"]).To(Equal(d.Object["status"]), member.Name)
+					spec, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas")
+					r, _, _ := unstructured.NestedInt64(d.Object, "status", "readyReplicas")
+					desired, ready = desired+spec, ready+r
 				}
 			}
-			return nil
-		}).WithTimeout(30 * time.Second).ShouldNot(BeNil())
+			g.Expect(seen).To(Equal(2))
+			total, _, _ := unstructured.NestedString(f.Object, "status", "ready")
+			g.Expect(total).To(Equal(fmt.Sprintf("%d/%d", ready, desired)))
+		}).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(Succeed())
 	})
 
 	It("updates members on a template change and removes copies from clusters taken out of placement", func(ctx context.Context) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -129,6 +130,108 @@ var _ = Describe("Scheduling on real pods", Ordered, func() {
 		Eventually(func() []string {
 			return []string{replicas(ctx, m1, "pair"), replicas(ctx, m2, "pair"), replicas(ctx, m3, "pair")}
 		}).WithTimeout(90 * time.Second).WithPolling(time.Second).Should(Equal([]string{"3/3", "7/7", "0/0"}))
+	})
+
+	It("sums the workloads' counts over the members into their status, READY in kubectl get and kubefedctl status", func(ctx context.Context) {
+		for _, t := range []string{"statefulsets", "daemonsets"} {
+			_, errOut, err := sfw.Kubefedctl(ctx, "enable", t, "--host-cluster-context", sfw.Host.Name)
+			Expect(err).NotTo(HaveOccurred(), errOut)
+		}
+		labels := func(app string) map[string]any { return map[string]any{"app": app} }
+		podTemplate := func(app string, extra map[string]any) map[string]any {
+			spec := map[string]any{"containers": []any{map[string]any{"name": "c", "image": "busybox:1.37"}}}
+			for k, v := range extra {
+				spec[k] = v
+			}
+			return map[string]any{"metadata": map[string]any{"labels": labels(app)}, "spec": spec}
+		}
+		// No CPU requests: they leave member3's room to the next spec.
+		objects := []*unstructured.Unstructured{
+			fedObject("Deployment", schedNS, "agg-web", map[string]any{"spec": map[string]any{
+				"replicas": int64(2), "selector": map[string]any{"matchLabels": labels("agg-web")}, "template": podTemplate("agg-web", nil),
+			}}, nil, []any{map[string]any{"clusterName": "member2", "clusterOverrides": []any{
+				map[string]any{"path": "/spec/replicas", "value": int64(3)}}}}),
+			fedObject("StatefulSet", schedNS, "agg-db", map[string]any{"spec": map[string]any{
+				"replicas": int64(2), "serviceName": "agg-db", "selector": map[string]any{"matchLabels": labels("agg-db")}, "template": podTemplate("agg-db", nil),
+			}}, nil, nil),
+			fedObject("DaemonSet", schedNS, "agg-node", map[string]any{"spec": map[string]any{
+				"selector": map[string]any{"matchLabels": labels("agg-node")}, "template": podTemplate("agg-node", nil),
+			}}, nil, nil),
+			fedObject("Job", schedNS, "agg-job", map[string]any{"spec": map[string]any{
+				"completions": int64(2), "parallelism": int64(2), "template": podTemplate("agg-job", map[string]any{"restartPolicy": "Never"}),
+			}}, nil, nil),
+		}
+		for _, o := range objects {
+			// The CRDs enable just created may not be served yet.
+			Eventually(func() error { return client.IgnoreAlreadyExists(sfw.Host.Client.Create(ctx, o.DeepCopy())) }).
+				WithTimeout(30*time.Second).Should(Succeed(), o.GetKind())
+		}
+		// What each kind's status sums, read straight from the members:
+		// count name → field of the member object; READY is ready/desired.
+		type count struct {
+			name string
+			path []string
+		}
+		kinds := []struct {
+			apiVersion, kind, name string
+			counts                 []count
+			ready, desired         string
+			want                   string
+		}{
+			{"apps/v1", "Deployment", "agg-web", []count{{"desiredReplicas", []string{"spec", "replicas"}}, {"replicas", []string{"status", "replicas"}},
+				{"readyReplicas", []string{"status", "readyReplicas"}}, {"availableReplicas", []string{"status", "availableReplicas"}}, {"updatedReplicas", []string{"status", "updatedReplicas"}}},
+				"readyReplicas", "desiredReplicas", "7/7"},
+			{"apps/v1", "StatefulSet", "agg-db", []count{{"desiredReplicas", []string{"spec", "replicas"}}, {"replicas", []string{"status", "replicas"}},
+				{"readyReplicas", []string{"status", "readyReplicas"}}, {"availableReplicas", []string{"status", "availableReplicas"}}, {"updatedReplicas", []string{"status", "updatedReplicas"}}},
+				"readyReplicas", "desiredReplicas", "6/6"},
+			// Two nodes in member1 and member2, one in member3.
+			{"apps/v1", "DaemonSet", "agg-node", []count{{"desiredNumberScheduled", []string{"status", "desiredNumberScheduled"}}, {"numberReady", []string{"status", "numberReady"}},
+				{"numberAvailable", []string{"status", "numberAvailable"}}, {"updatedNumberScheduled", []string{"status", "updatedNumberScheduled"}}},
+				"numberReady", "desiredNumberScheduled", "5/5"},
+			{"batch/v1", "Job", "agg-job", []count{{"completions", []string{"spec", "completions"}}, {"succeeded", []string{"status", "succeeded"}},
+				{"active", []string{"status", "active"}}, {"failed", []string{"status", "failed"}}},
+				"succeeded", "completions", "6/6"},
+		}
+		for _, k := range kinds {
+			Eventually(func(g Gomega) {
+				fed := memberObject(ctx, sfw.Host, "types.kubefed.io/v1beta1", "Federated"+k.kind, schedNS, k.name)
+				g.Expect(fed).NotTo(BeNil())
+				sums := map[string]int64{}
+				perCluster := map[string]any{}
+				for _, m := range sfw.Members {
+					obj := memberObject(ctx, m, k.apiVersion, k.kind, schedNS, k.name)
+					g.Expect(obj).NotTo(BeNil(), m.Name)
+					mine := map[string]int64{}
+					for _, c := range k.counts {
+						n, _, _ := unstructured.NestedInt64(obj.Object, c.path...)
+						mine[c.name] = n
+						sums[c.name] += n
+					}
+					perCluster[m.Name] = fmt.Sprintf("%d/%d", mine[k.ready], mine[k.desired])
+				}
+				counts, _, _ := unstructured.NestedMap(fed.Object, "status", "counts")
+				for _, c := range k.counts {
+					g.Expect(counts).To(HaveKeyWithValue(c.name, sums[c.name]), "%s status.counts.%s", k.kind, c.name)
+				}
+				ready, _, _ := unstructured.NestedString(fed.Object, "status", "ready")
+				g.Expect(ready).To(Equal(k.want), k.kind)
+				clusters, _, _ := unstructured.NestedSlice(fed.Object, "status", "clusters")
+				got := map[string]any{}
+				for _, c := range clusters {
+					e := c.(map[string]any)
+					got[e["name"].(string)] = e["ready"]
+				}
+				g.Expect(got).To(Equal(perCluster), k.kind)
+			}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Succeed(), k.kind)
+		}
+
+		out, err := sfw.Kubectl(ctx, sfw.Host.Name, "get", "federateddeployments", "agg-web", "-n", schedNS)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(strings.Fields(strings.Split(out, "\n")[0])).To(HaveExactElements("NAME", "READY", "PROPAGATION", "REASON", "AGE"))
+		Expect(strings.Fields(strings.Split(out, "\n")[1])[:2]).To(Equal([]string{"agg-web", "7/7"}))
+		status, errOut, err := sfw.Kubefedctl(ctx, "status", "deployments", "agg-web", "-n", schedNS, "--host-cluster-context", sfw.Host.Name)
+		Expect(err).NotTo(HaveOccurred(), errOut)
+		Expect(status).To(MatchRegexp(`FederatedDeployment\s+agg-web\s+OK\s+7/7\s+OK 2/2\s+OK 3/3\s+OK 2/2`))
 	})
 
 	It("moves the replicas a member too small for its share cannot run to members with room, with rebalance, and shows the capacity estimate", func(ctx context.Context) {

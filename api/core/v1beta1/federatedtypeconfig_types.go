@@ -75,6 +75,52 @@ type FederatedTypeConfigSpec struct {
 	// StatusCollection switches collection of member objects' status on or off.
 	// +optional
 	StatusCollection *Mode `json:"statusCollection,omitempty"`
+	// StatusAggregation names the counts of the member objects (such as
+	// ready replicas) that the federated object's status sums over its
+	// clusters, in status.counts and status.ready (the READY column), and
+	// shows per cluster. Unset, apps/v1 Deployments, ReplicaSets,
+	// StatefulSets and DaemonSets and batch/v1 Jobs get their built-in
+	// counts and other types none. Not in KubeFed.
+	// +optional
+	StatusAggregation *StatusAggregation `json:"statusAggregation,omitempty"`
+}
+
+// StatusAggregation says what a federated type's status sums over clusters.
+// +kubebuilder:validation:XValidation:rule="has(self.ready) == has(self.desired)",message="ready and desired go together: READY shows <ready>/<desired>"
+// +kubebuilder:validation:XValidation:rule="!has(self.ready) || (has(self.fields) && self.fields.exists(f, f.name == self.ready))",message="ready must name one of fields",fieldPath=".ready"
+// +kubebuilder:validation:XValidation:rule="!has(self.desired) || (has(self.fields) && self.fields.exists(f, f.name == self.desired))",message="desired must name one of fields",fieldPath=".desired"
+type StatusAggregation struct {
+	// Mode Disabled turns aggregation off, the built-in counts too;
+	// Enabled (the default) sums fields, or the built-in counts when
+	// fields is empty.
+	// +optional
+	Mode Mode `json:"mode,omitempty"`
+	// Fields are the counts: each an integer in the member object, summed
+	// over the clusters.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	Fields []AggregatedField `json:"fields,omitempty"`
+	// Ready and Desired name two of the fields: READY shows
+	// <ready>/<desired>, such as 8/10.
+	// +optional
+	Ready string `json:"ready,omitempty"`
+	// +optional
+	Desired string `json:"desired,omitempty"`
+}
+
+// AggregatedField is one count of a member object.
+type AggregatedField struct {
+	// Name of the count in status.counts, such as readyReplicas.
+	// +kubebuilder:validation:Pattern=`^[a-z][A-Za-z0-9]*$`
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// Path is a JSON pointer to an integer of the member object, such as
+	// /status/readyReplicas; a missing value counts 0.
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('/')",message="path must be a JSON pointer starting with '/', such as /status/readyReplicas"
+	Path string `json:"path"`
 }
 
 // ControllerStatus says whether a per-type controller runs.

@@ -155,6 +155,14 @@ type ClusterStatus struct {
 	// RemoteStatus is the member object's .status, when status collection is on.
 	// +optional
 	RemoteStatus *apiextensionsv1.JSON `json:"remoteStatus,omitempty"`
+	// Ready is the copy's <ready>/<desired> count, such as 3/3, when the
+	// type's status is aggregated (FederatedTypeConfig statusAggregation).
+	// +optional
+	Ready string `json:"ready,omitempty"`
+	// Counts are the copy's counts that status aggregation sums, such as
+	// readyReplicas.
+	// +optional
+	Counts map[string]int64 `json:"counts,omitempty"`
 }
 
 // GenericCondition is a condition of a federated object.
@@ -188,6 +196,13 @@ type FederatedObjectStatus struct {
 	// Clusters lists the outcome in each placed cluster.
 	// +optional
 	Clusters []ClusterStatus `json:"clusters,omitempty"`
+	// Ready is <ready>/<desired> summed over the clusters, such as 8/10:
+	// the READY column. Only for types whose status is aggregated.
+	// +optional
+	Ready string `json:"ready,omitempty"`
+	// Counts are the clusters' counts summed, such as readyReplicas.
+	// +optional
+	Counts map[string]int64 `json:"counts,omitempty"`
 }
 
 // FederatedObject is the shape shared by every Federated<T> kind; it is not
