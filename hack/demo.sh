@@ -14,9 +14,11 @@ kubefedctl() { "$root/bin/kubefedctl" --kubeconfig "$kubeconfig" "$@"; }
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
-step "Starting a host and 2 member clusters (etcd + kube-apiserver + kube-controller-manager each)"
+step "Starting a host and 2 member clusters (etcd + kube-apiserver + kube-controller-manager each; members also kube-scheduler and kwok nodes)"
 hack/demo-down.sh "$dir" >/dev/null 2>&1 || true
-go run ./hack/localcluster up --dir "$dir" --members 2
+# NODES (default 3), NODE_CPU and NODE_MEMORY size each member's simulated nodes.
+go run ./hack/localcluster up --dir "$dir" --members 2 --nodes "${NODES:-3}" \
+  --node-cpu "${NODE_CPU:-2}" --node-memory "${NODE_MEMORY:-4Gi}"
 
 step "Installing the KubeFed CRDs into the host"
 kubectl --context host apply --server-side -f config/crd/bases -f config/crd/federated >/dev/null

@@ -55,6 +55,8 @@ import (
 type options struct {
 	members          int
 	nodes            int
+	nodeCPU          string
+	nodeMemory       string
 	n                int
 	rate             float64
 	workers          int
@@ -82,6 +84,8 @@ func parseFlags(args []string) (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.IntVar(&o.members, "members", 3, "member clusters to start (1-10); the host is not joined")
 	fs.IntVar(&o.nodes, "nodes", 0, "simulated nodes (kube-scheduler and kwok) per member, so that the Deployments' pods really run; 0 (the default) for none")
+	fs.StringVar(&o.nodeCPU, "node-cpu", "8", "CPU capacity of each simulated node")
+	fs.StringVar(&o.nodeMemory, "node-memory", "32Gi", "memory capacity of each simulated node")
 	fs.IntVar(&o.n, "n", 1000, "FederatedDeployments per wave, and as many FederatedConfigMaps")
 	fs.Float64Var(&o.rate, "rate", 20, "federated objects created per second in the fixed-rate create wave")
 	fs.IntVar(&o.workers, "workers", 16, "concurrent requests of the load generator")

@@ -151,6 +151,9 @@ var _ = Describe("Scheduling on real pods", Ordered, func() {
 				"replicas": int64(2), "selector": map[string]any{"matchLabels": labels("agg-web")}, "template": podTemplate("agg-web", nil),
 			}}, nil, []any{map[string]any{"clusterName": "member2", "clusterOverrides": []any{
 				map[string]any{"path": "/spec/replicas", "value": int64(3)}}}}),
+			fedObject("ReplicaSet", schedNS, "agg-rs", map[string]any{"spec": map[string]any{
+				"replicas": int64(1), "selector": map[string]any{"matchLabels": labels("agg-rs")}, "template": podTemplate("agg-rs", nil),
+			}}, nil, nil),
 			fedObject("StatefulSet", schedNS, "agg-db", map[string]any{"spec": map[string]any{
 				"replicas": int64(2), "serviceName": "agg-db", "selector": map[string]any{"matchLabels": labels("agg-db")}, "template": podTemplate("agg-db", nil),
 			}}, nil, nil),
@@ -181,6 +184,9 @@ var _ = Describe("Scheduling on real pods", Ordered, func() {
 			{"apps/v1", "Deployment", "agg-web", []count{{"desiredReplicas", []string{"spec", "replicas"}}, {"replicas", []string{"status", "replicas"}},
 				{"readyReplicas", []string{"status", "readyReplicas"}}, {"availableReplicas", []string{"status", "availableReplicas"}}, {"updatedReplicas", []string{"status", "updatedReplicas"}}},
 				"readyReplicas", "desiredReplicas", "7/7"},
+			{"apps/v1", "ReplicaSet", "agg-rs", []count{{"desiredReplicas", []string{"spec", "replicas"}}, {"replicas", []string{"status", "replicas"}},
+				{"readyReplicas", []string{"status", "readyReplicas"}}, {"availableReplicas", []string{"status", "availableReplicas"}}},
+				"readyReplicas", "desiredReplicas", "3/3"},
 			{"apps/v1", "StatefulSet", "agg-db", []count{{"desiredReplicas", []string{"spec", "replicas"}}, {"replicas", []string{"status", "replicas"}},
 				{"readyReplicas", []string{"status", "readyReplicas"}}, {"availableReplicas", []string{"status", "availableReplicas"}}, {"updatedReplicas", []string{"status", "updatedReplicas"}}},
 				"readyReplicas", "desiredReplicas", "6/6"},
