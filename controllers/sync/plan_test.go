@@ -12,6 +12,7 @@ import (
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
 	typesv1beta1 "github.com/kubefed-io/kubefed/api/types/v1beta1"
 	"github.com/kubefed-io/kubefed/pkg/federatedtype"
+	"github.com/kubefed-io/kubefed/pkg/fedstatus"
 )
 
 func testFed(generation int64, annotations map[string]string) *unstructured.Unstructured {
@@ -283,7 +284,7 @@ func TestOtherReplicasEntriesAreKeptWithWhatTheConditionSaidOfThem(t *testing.T)
 	}
 	// member2 recovers: only its part of the message goes.
 	healed := buildStatus(old, 3, append(othersOutcomes(old, keep), outcome{cluster: "member2", listed: true}), "", "", now, nil)
-	msg := oldCondition(healed)["message"]
+	msg := fedstatus.PropagationCondition(healed)["message"]
 	if msg != "member1: CreationFailed: admission webhook denied it; retry later; member3: ClusterNotReady" {
 		t.Errorf("message after member2 healed: %q", msg)
 	}
@@ -294,7 +295,7 @@ func TestClusterMessagesOfAnUnparsableMessageAreEmpty(t *testing.T) {
 		"clusters":   []any{map[string]any{"name": "member1", "status": "CreationFailed"}},
 		"conditions": []any{map[string]any{"type": "Propagation", "status": "False", "reason": "CheckClusters", "message": "edited by hand"}},
 	}
-	if got := clusterMessages(old); got["member1"] != "" {
+	if got := fedstatus.ClusterMessages(old); got["member1"] != "" {
 		t.Errorf("message %q recovered from an unrelated text", got["member1"])
 	}
 	if got := othersOutcomes(old, func(string) bool { return false }); len(got) != 1 || got[0].status != "CreationFailed" {

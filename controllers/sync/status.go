@@ -18,13 +18,9 @@ import (
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
 	typesv1beta1 "github.com/kubefed-io/kubefed/api/types/v1beta1"
 	"github.com/kubefed-io/kubefed/pkg/federatedtype"
+	"github.com/kubefed-io/kubefed/pkg/fedstatus"
 	"github.com/kubefed-io/kubefed/pkg/jsonvalue"
 )
-
-// maxConditionMessage bounds the Propagation condition's message, which
-// names every failing cluster, so that a large federation cannot push the
-// object past the apiserver's size limit.
-const maxConditionMessage = 4096
 
 // buildStatus is the status a federated object's outcomes add up to. A
 // reason means the object could not be placed at all; outcomes are then
@@ -74,8 +70,8 @@ func buildStatus(old map[string]any, generation int64, outcomes []outcome, reaso
 			message = strings.Join(problems, "; ")
 		}
 	}
-	if len(message) > maxConditionMessage {
-		message = message[:maxConditionMessage] + "…"
+	if len(message) > fedstatus.MaxConditionMessage {
+		message = message[:fedstatus.MaxConditionMessage] + "…"
 	}
 	cond := map[string]any{
 		"type":   typesv1beta1.ConditionPropagation,
@@ -89,7 +85,7 @@ func buildStatus(old map[string]any, generation int64, outcomes []outcome, reaso
 	stamp := now.UTC().Format(time.RFC3339)
 	cond["lastUpdateTime"] = stamp
 	cond["lastTransitionTime"] = stamp
-	if prev := oldCondition(old); prev != nil {
+	if prev := fedstatus.PropagationCondition(old); prev != nil {
 		if prev["status"] == cond["status"] {
 			if t, ok := prev["lastTransitionTime"]; ok {
 				cond["lastTransitionTime"] = t
@@ -140,16 +136,6 @@ func countsOfEntry(m map[string]any) map[string]int64 {
 		}
 	}
 	return out
-}
-
-func oldCondition(old map[string]any) map[string]any {
-	conds, _ := old["conditions"].([]any)
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == typesv1beta1.ConditionPropagation {
-			return m
-		}
-	}
-	return nil
 }
 
 // sameJSON compares two JSON values as their encodings, which is blind to
@@ -364,7 +350,7 @@ func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructu
 	if sameJSON(old, status) {
 		return 0, nil
 	}
-	if reason != "" && (oldCondition(old) == nil || oldCondition(old)["reason"] != reason) {
+	if reason != "" && (fedstatus.PropagationCondition(old) == nil || fedstatus.PropagationCondition(old)["reason"] != reason) {
 		w.recorder.Eventf(fed, corev1.EventTypeWarning, reason, "%s", message)
 	}
 	if log := w.log.V(1); log.Enabled() {
@@ -417,7 +403,7 @@ const cacheBehindRequeue = 100 * time.Millisecond
 // status and what the Propagation condition said of each.
 func othersOutcomes(old map[string]any, keep func(string) bool) []outcome {
 	entries, _ := old["clusters"].([]any)
-	said := clusterMessages(old)
+	said := fedstatus.ClusterMessages(old)
 	var out []outcome
 	for _, e := range entries {
 		m, ok := e.(map[string]any)
@@ -435,56 +421,6 @@ func othersOutcomes(old map[string]any, keep func(string) bool) []outcome {
 		}
 		o.counts = countsOfEntry(m)
 		out = append(out, o)
-	}
-	return out
-}
-
-// clusterMessages recovers what the Propagation condition's message says
-// of each failing cluster. buildStatus writes it as "<cluster>: <status>"
-// or "<cluster>: <status>: <message>" per failing entry of status.clusters,
-// in their order, joined by "; ", so each part is found by the prefixes of
-// its own entry and the next one.
-func clusterMessages(old map[string]any) map[string]string {
-	cond := oldCondition(old)
-	if cond == nil || cond["reason"] != typesv1beta1.ReasonCheckClusters {
-		return nil
-	}
-	msg, _ := cond["message"].(string)
-	if len(msg) > maxConditionMessage {
-		msg = strings.TrimSuffix(msg, "…")
-	}
-	entries, _ := old["clusters"].([]any)
-	type part struct{ name, prefix string }
-	var parts []part
-	for _, e := range entries {
-		m, _ := e.(map[string]any)
-		name, _ := m["name"].(string)
-		status, _ := m["status"].(string)
-		if name != "" && status != "" {
-			parts = append(parts, part{name, name + ": " + status})
-		}
-	}
-	out := map[string]string{}
-	pos := 0
-	for i, p := range parts {
-		if !strings.HasPrefix(msg[pos:], p.prefix) {
-			break
-		}
-		end := len(msg)
-		if i+1 < len(parts) {
-			next := strings.Index(msg[pos+len(p.prefix):], "; "+parts[i+1].prefix)
-			if next < 0 {
-				end = -1
-			} else {
-				end = pos + len(p.prefix) + next
-			}
-		}
-		if end < 0 {
-			out[p.name] = strings.TrimPrefix(msg[pos+len(p.prefix):], ": ")
-			break
-		}
-		out[p.name] = strings.TrimPrefix(msg[pos+len(p.prefix):end], ": ")
-		pos = end + 2
 	}
 	return out
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -272,23 +273,55 @@ func Resolve(spec corev1beta1.KubeFedConfigSpec) (*Settings, error) {
 
 // Load reads the KubeFedConfig `kubefed` in namespace, creating it with
 // defaults and the given scope when it does not exist, and resolves it.
+//
+// A KubeFedConfig kind that the API server does not serve yet (its CRD was
+// applied a moment ago, as by one `kubectl apply` of the install manifest)
+// is waited for, up to crdWait.
 func Load(ctx context.Context, c client.Client, namespace string, scopeIfMissing corev1beta1.Scope) (*corev1beta1.KubeFedConfig, *Settings, error) {
 	key := types.NamespacedName{Namespace: namespace, Name: corev1beta1.KubeFedConfigName}
-	cfg := &corev1beta1.KubeFedConfig{}
-	err := c.Get(ctx, key, cfg)
-	if apierrors.IsNotFound(err) {
-		cfg = New(namespace, scopeIfMissing)
-		if err := c.Create(ctx, cfg); err != nil && !apierrors.IsAlreadyExists(err) {
-			return nil, nil, fmt.Errorf("create KubeFedConfig %s: %w", key, err)
+	var cfg *corev1beta1.KubeFedConfig
+	deadline := time.Now().Add(crdWait)
+	for {
+		var err error
+		cfg, err = readOrCreate(ctx, c, key, namespace, scopeIfMissing)
+		if err == nil {
+			break
 		}
-		err = c.Get(ctx, key, cfg)
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("read KubeFedConfig %s: %w", key, err)
+		if !meta.IsNoMatchError(err) || time.Now().After(deadline) {
+			return nil, nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil, err
+		case <-time.After(crdRetry):
+		}
 	}
 	settings, err := Resolve(cfg.Spec)
 	if err != nil {
 		return nil, nil, fmt.Errorf("KubeFedConfig %s: %w", key, err)
 	}
 	return cfg, settings, nil
+}
+
+// crdWait is how long Load waits for the KubeFedConfig kind to be served,
+// trying every crdRetry.
+const crdWait = time.Minute
+
+var crdRetry = time.Second
+
+// readOrCreate reads the KubeFedConfig, creating it when it does not exist.
+func readOrCreate(ctx context.Context, c client.Client, key types.NamespacedName, namespace string, scopeIfMissing corev1beta1.Scope) (*corev1beta1.KubeFedConfig, error) {
+	cfg := &corev1beta1.KubeFedConfig{}
+	err := c.Get(ctx, key, cfg)
+	if apierrors.IsNotFound(err) {
+		cfg = New(namespace, scopeIfMissing)
+		if err := c.Create(ctx, cfg); err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("create KubeFedConfig %s: %w", key, err)
+		}
+		err = c.Get(ctx, key, cfg)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read KubeFedConfig %s: %w", key, err)
+	}
+	return cfg, nil
 }
