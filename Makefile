@@ -65,7 +65,7 @@ test: cluster-tools helm build verify unit integration e2e ## Everything CI runs
 verify: ## Fail when generated files are stale, code is unformatted or vet complains.
 	hack/verify.sh
 
-RACE_PACKAGES := ./controllers/... ./pkg/informermanager/... ./pkg/clusterclient/... ./pkg/sharding/... ./test/framework/...
+RACE_PACKAGES := ./controllers/... ./pkg/informermanager/... ./pkg/clusterclient/... ./pkg/sharding/... ./pkg/kubefedctl/... ./test/framework/...
 
 .PHONY: unit
 unit: ## Unit tests (no clusters); the packages that start goroutines again under the race detector.
@@ -85,8 +85,12 @@ release-manifests: helm ## Render the chart into dist/: one YAML per scope, for 
 chart-test: cluster-tools helm build ## Lint, render and install the Helm chart on a local host cluster.
 	go test -count=1 -tags integration -timeout 20m ./test/chart/...
 
+.PHONY: browser-tools
+browser-tools: ## Debian's Chromium and test/browser's npm packages, for the dashboard's browser test.
+	hack/browser-tools.sh
+
 .PHONY: e2e
-e2e: cluster-tools dns-tools build ## Ginkgo end-to-end suite on a host and 2 member clusters.
+e2e: cluster-tools dns-tools browser-tools build ## Ginkgo end-to-end suite on a host and 2 member clusters.
 	$(GINKGO) -tags e2e --timeout 40m -v ./test/e2e/...
 
 ##@ Local clusters

@@ -49,6 +49,9 @@ type cluster struct {
 	// dynamic reads and writes objects of any type: the targets that
 	// federate reads and the Federated<T> objects it creates.
 	dynamic dynamic.Interface
+	// watcher is dynamic without --request-timeout, for watches that last
+	// (the dashboard); nil means dynamic.
+	watcher dynamic.Interface
 	// namespace is the context's default namespace, "" when it sets none.
 	namespace string
 	// authenticate sends one request to the cluster with token as the only
@@ -159,6 +162,12 @@ func (k *kubeconfigConnector) connect(contextName string) (*cluster, error) {
 		return nil, fmt.Errorf("kubeconfig context %q: %w", contextName, err)
 	}
 	if c.dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+		return nil, fmt.Errorf("kubeconfig context %q: %w", contextName, err)
+	}
+	// A request timeout would cut every watch short.
+	watchCfg := rest.CopyConfig(cfg)
+	watchCfg.Timeout = 0
+	if c.watcher, err = dynamic.NewForConfig(watchCfg); err != nil {
 		return nil, fmt.Errorf("kubeconfig context %q: %w", contextName, err)
 	}
 	// Errors reach kubefedctl as return values; the client's own log would

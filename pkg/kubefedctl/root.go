@@ -43,7 +43,8 @@ func newRootCommand(streams IOStreams, newConnector func(*globalOptions, IOStrea
 		Short: "kubefedctl controls a KubeFed control plane",
 		Long: `kubefedctl registers member clusters with a KubeFed-compatible control plane
 (join, unjoin) and manages what it federates (enable, disable, federate,
-orphaning-deletion). It reads the same kubeconfig as kubectl.`,
+orphaning-deletion), and shows where everything is (status, get clusters,
+dashboard). It reads the same kubeconfig as kubectl.`,
 		// Errors are printed once, by main, in kubectl's "error: ..." form;
 		// a failed API call is no reason to print the usage.
 		SilenceErrors: true,
@@ -70,6 +71,7 @@ orphaning-deletion). It reads the same kubeconfig as kubectl.`,
 		newFederateCommand(g, streams),
 		newOrphaningDeletionCommand(g, streams),
 		newStatusCommand(g, streams),
+		newDashboardCommand(g, streams),
 		newGetCommand(g, streams),
 		newVersionCommand(streams),
 	)

@@ -30,7 +30,7 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden with the curr
 var goldenNow = time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
 
 // fixClock makes the AGE columns count from goldenNow.
-func fixClock(t *testing.T) {
+func fixClock(t testing.TB) {
 	t.Helper()
 	clock = func() time.Time { return goldenNow }
 	t.Cleanup(func() { clock = time.Now })

@@ -131,14 +131,7 @@ var _ = Describe("GitOps coexistence", Ordered, func() {
 	var cm *framework.ControllerManager
 
 	BeforeAll(func(ctx context.Context) {
-		// Last of the cleanups: the members' namespace controllers finish
-		// deleting what was propagated before later specs count requests.
-		DeferCleanup(func(ctx context.Context) {
-			for _, m := range fw.Members {
-				Eventually(gone(ctx, m.Client, &corev1.Namespace{}, client.ObjectKey{Name: gitopsNS})).
-					WithTimeout(2*time.Minute).WithPolling(time.Second).Should(BeTrue(), "namespace %s in %s", gitopsNS, m.Name)
-			}
-		})
+		awaitMemberNamespacesGone(gitopsNS)
 		startFederation(ctx, fastProbeConfig(), gitopsNS, &cm)
 		fns := fedObject("Namespace", gitopsNS, gitopsNS, map[string]any{}, nil, nil)
 		Expect(fw.Host.Client.Create(ctx, fns)).To(Succeed())
@@ -276,3 +269,15 @@ var _ = Describe("GitOps coexistence", Ordered, func() {
 		Expect(versions(ctx, "csa")).To(Equal(before))
 	})
 })
+
+// awaitMemberNamespacesGone makes the last of a container's cleanups wait
+// until the members' namespace controllers have deleted namespace and what
+// was propagated into it, before later specs count requests.
+func awaitMemberNamespacesGone(namespace string) {
+	DeferCleanup(func(ctx context.Context) {
+		for _, m := range fw.Members {
+			Eventually(gone(ctx, m.Client, &corev1.Namespace{}, client.ObjectKey{Name: namespace})).
+				WithTimeout(2*time.Minute).WithPolling(time.Second).Should(BeTrue(), "namespace %s in %s", namespace, m.Name)
+		}
+	})
+}

@@ -1,0 +1,378 @@
+package kubefedctl
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+)
+
+var (
+	dashDeployGVR = schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta1", Resource: "federateddeployments"}
+	dashCMGVR     = schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta1", Resource: "federatedconfigmaps"}
+)
+
+func dashObject(apiVersion, kind, namespace, name string, fields map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind}}
+	for k, v := range fields {
+		u.Object[k] = v
+	}
+	u.SetNamespace(namespace)
+	u.SetName(name)
+	u.SetCreationTimestamp(metav1.NewTime(goldenNow.Add(-time.Hour)))
+	return u
+}
+
+func dashTypeConfig(plural, group, kind string) *unstructured.Unstructured {
+	name := plural
+	if group != "" {
+		name += "." + group
+	}
+	return dashObject("core.kubefed.io/v1beta1", "FederatedTypeConfig", testNamespace, name, map[string]any{
+		"spec": map[string]any{
+			"targetType":    map[string]any{"group": group, "version": "v1", "kind": kind, "pluralName": plural, "scope": "Namespaced"},
+			"federatedType": map[string]any{"group": "types.kubefed.io", "version": "v1beta1", "kind": "Federated" + kind, "pluralName": "federated" + plural, "scope": "Namespaced"},
+			"propagation":   "Enabled",
+		},
+		"status": map[string]any{"propagationController": "Running", "targetTypeClusterStatus": []any{
+			map[string]any{"clusterName": "member1", "status": "Present"},
+			map[string]any{"clusterName": "member2", "status": "NotPresent"},
+		}},
+	})
+}
+
+func dashCluster(name, ready, reason, message string) *unstructured.Unstructured {
+	return dashObject("core.kubefed.io/v1beta1", "KubeFedCluster", testNamespace, name, map[string]any{
+		"spec": map[string]any{"apiEndpoint": "https://" + name + ".example:6443"},
+		"status": map[string]any{
+			"kubernetesVersion": "v1.37.2",
+			"nodeSummary":       map[string]any{"totalNum": int64(3), "readyNum": int64(3)},
+			"region":            "eu-" + name,
+			"zones":             []any{"eu-a", "eu-b"},
+			"conditions": []any{map[string]any{"type": "Ready", "status": ready, "reason": reason, "message": message,
+				"lastProbeTime": goldenNow.Add(-5 * time.Second).Format(time.RFC3339), "lastTransitionTime": goldenNow.Add(-time.Hour).Format(time.RFC3339)}},
+		},
+	})
+}
+
+// dashWeb: web failed in member2 with the member's own error; settings is fine.
+func dashWeb() *unstructured.Unstructured {
+	return dashObject("types.kubefed.io/v1beta1", "FederatedDeployment", "demo", "web", map[string]any{
+		"metadata": map[string]any{"generation": int64(2)},
+		"spec": map[string]any{
+			"template":  map[string]any{"spec": map[string]any{"replicas": int64(3)}},
+			"placement": map[string]any{"clusters": []any{map[string]any{"name": "member1"}, map[string]any{"name": "member2"}}},
+			"overrides": []any{map[string]any{"clusterName": "member2", "clusterOverrides": []any{map[string]any{"path": "/spec/replicas", "value": int64(-1)}}}},
+		},
+		"status": map[string]any{
+			"observedGeneration": int64(2),
+			"conditions": []any{map[string]any{"type": "Propagation", "status": "False", "reason": "CheckClusters",
+				"message": `member2: CreationFailed: Deployment.apps "web" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0`}},
+			"clusters": []any{
+				map[string]any{"name": "member1", "ready": "3/3", "counts": map[string]any{"readyReplicas": int64(3), "desiredReplicas": int64(3)},
+					"remoteStatus": map[string]any{"readyReplicas": int64(3)}},
+				map[string]any{"name": "member2", "status": "CreationFailed"},
+			},
+			"ready":  "3/3",
+			"counts": map[string]any{"readyReplicas": int64(3), "desiredReplicas": int64(3)},
+		},
+	})
+}
+
+func configMap(namespace, name string) *unstructured.Unstructured {
+	return dashObject("types.kubefed.io/v1beta1", "FederatedConfigMap", namespace, name, map[string]any{
+		"metadata": map[string]any{"generation": int64(1)},
+		"spec":     map[string]any{"placement": map[string]any{"clusterSelector": map[string]any{}}},
+		"status": map[string]any{"observedGeneration": int64(1),
+			"conditions": []any{map[string]any{"type": "Propagation", "status": "True"}},
+			"clusters":   []any{map[string]any{"name": "member1"}, map[string]any{"name": "member2"}}},
+	})
+}
+
+type dashFixture struct {
+	d   *dashboard
+	dyn *dynamicfake.FakeDynamicClient
+	srv *httptest.Server
+}
+
+func newDashFixture(t testing.TB, objects ...runtime.Object) *dashFixture {
+	t.Helper()
+	fixClock(t)
+	listKinds := map[schema.GroupVersionResource]string{
+		kubeFedClustersGVR: "KubeFedClusterList",
+		typeConfigsGVR:     "FederatedTypeConfigList",
+		preferencesGVR:     "ReplicaSchedulingPreferenceList",
+		dashDeployGVR:      "FederatedDeploymentList",
+		dashCMGVR:          "FederatedConfigMapList",
+	}
+	base := []runtime.Object{
+		dashCluster("member1", "True", "ClusterReady", "/healthz responded with ok"),
+		dashCluster("member2", "False", "ClusterNotReachable", "Get https://member2.example:6443/healthz: dial tcp: connection refused"),
+		dashTypeConfig("deployments", "apps", "Deployment"),
+		dashTypeConfig("configmaps", "", "ConfigMap"),
+		dashObject("scheduling.kubefed.io/v1alpha1", "ReplicaSchedulingPreference", "demo", "web", map[string]any{
+			"spec": map[string]any{"targetKind": "FederatedDeployment", "totalReplicas": int64(6)},
+			"status": map[string]any{"clusters": []any{
+				map[string]any{"name": "member1", "replicas": int64(4), "estimatedCapacity": int64(4)},
+				map[string]any{"name": "member2", "replicas": int64(2), "failedOver": true},
+			}},
+		}),
+	}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, append(base, objects...)...)
+	kube := kubefake.NewClientset(&corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: "web.1", Namespace: "demo"},
+		InvolvedObject: corev1.ObjectReference{Kind: "FederatedDeployment", Namespace: "demo", Name: "web"},
+		Type:           corev1.EventTypeWarning, Reason: "CreateInClusterFailed", Count: 2,
+		Message:       `Failed to create Deployment "web" in cluster member2: spec.replicas: Invalid value: -1`,
+		LastTimestamp: metav1.NewTime(goldenNow.Add(-time.Minute)),
+	})
+	d := newDashboard(dyn, kube, testNamespace, "")
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	d.start(ctx)
+	deadline := time.Now().Add(10 * time.Second)
+	for !d.current().synced || len(d.current().objects) < len(objects) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the dashboard did not sync: %d objects", len(d.current().objects))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	srv := httptest.NewServer(d.handler("127.0.0.1:0"))
+	t.Cleanup(srv.Close)
+	return &dashFixture{d: d, dyn: dyn, srv: srv}
+}
+
+func (f *dashFixture) get(t *testing.T, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(f.srv.URL + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+func mustContain(t *testing.T, page, body string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(body, w) {
+			t.Errorf("%s does not contain %q", page, w)
+		}
+	}
+}
+
+func TestDashboardPages(t *testing.T) {
+	f := newDashFixture(t, dashWeb(), configMap("demo", "settings"), configMap("other", "plain"))
+
+	code, body := f.get(t, "/objects")
+	if code != http.StatusOK {
+		t.Fatalf("/objects: %d\n%s", code, body)
+	}
+	// The failed placement is a red cell linking to its cluster's row.
+	failed := regexp.MustCompile(`<td class="cell failed" data-cluster="member2" title="CreationFailed in member2"><a href="/object\?kind=FederatedDeployment&amp;name=web&amp;ns=demo#cluster-member2">CreationFailed</a></td>`)
+	if !failed.MatchString(body) {
+		t.Errorf("/objects has no red member2 cell for web:\n%s", body)
+	}
+	mustContain(t, "/objects", body,
+		`<td class="cell ok" data-cluster="member1" title="propagated to member1"><a href="/object?kind=FederatedDeployment&amp;name=web&amp;ns=demo#cluster-member1">OK 3/3</a></td>`,
+		`<th class="cluster failed" title="ClusterNotReachable">member2</th>`,
+		`<span class="badge failed">CheckClusters</span>`, `<td>3/3</td>`,
+		`data-name="settings"`, `data-name="plain"`, "3 federated objects, 2 member clusters")
+
+	// Filters: not propagated, one namespace, one kind, a name.
+	_, body = f.get(t, "/objects?state=problems")
+	if !strings.Contains(body, `data-name="web"`) || strings.Contains(body, `data-name="settings"`) {
+		t.Errorf("state=problems shows the wrong objects:\n%s", body)
+	}
+	_, body = f.get(t, "/objects?ns=other")
+	if strings.Contains(body, `data-name="web"`) || !strings.Contains(body, `data-name="plain"`) {
+		t.Errorf("ns=other shows the wrong objects")
+	}
+	_, body = f.get(t, "/objects?kind=FederatedConfigMap&q=sett")
+	if strings.Contains(body, `data-name="web"`) || strings.Contains(body, `data-name="plain"`) || !strings.Contains(body, `data-name="settings"`) {
+		t.Errorf("kind and name filters show the wrong objects")
+	}
+
+	code, body = f.get(t, "/object?kind=FederatedDeployment&ns=demo&name=web")
+	if code != http.StatusOK {
+		t.Fatalf("/object: %d\n%s", code, body)
+	}
+	mustContain(t, "the object page", body,
+		// The member's own error, on member2's row.
+		`<tr id="cluster-member2" class="row-failed">`,
+		`<div class="message cluster-message">Deployment.apps &#34;web&#34; is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0</div>`,
+		`<span class="badge failed" title="the cluster is not ready">not ready</span>`,
+		// Remote and aggregated status, overrides, placement.
+		`<details id="remote-member1"><summary>remote status</summary><pre>readyReplicas: 3`,
+		`<tr><th>desiredReplicas</th><td>3</td></tr>`, "READY 3/3",
+		"path: /spec/replicas", "- name: member1",
+		// The RSP's split as bars, and the events.
+		`<span class="bar-label">member1</span><span class="bar" data-width="100"></span><span class="bar-value">4</span><span class="bar-note">capacity 4</span>`,
+		`<span class="bar-label">member2</span><span class="bar failed" data-width="50"></span><span class="bar-value">2</span><span class="bar-note">failed over</span>`,
+		`<td>CreateInClusterFailed</td><td>60s</td><td>2</td>`)
+
+	if code, _ := f.get(t, "/object?kind=FederatedDeployment&ns=demo&name=gone"); code != http.StatusNotFound {
+		t.Errorf("a missing object: %d", code)
+	}
+
+	_, body = f.get(t, "/clusters")
+	mustContain(t, "/clusters", body,
+		`<span class="badge ok" title="/healthz responded with ok">Ready</span>`,
+		`<span class="badge failed" title="Get https://member2.example:6443/healthz: dial tcp: connection refused">Offline</span> <span class="reason">ClusterNotReachable</span>`,
+		"<td>v1.37.2</td><td>3/3 ready</td>", "<td>eu-a, eu-b</td><td>eu-member1</td><td>5s ago</td>",
+		"<td>3 <span class=\"badge failed\">1 failed</span></td>")
+
+	_, body = f.get(t, "/types")
+	mustContain(t, "/types", body,
+		`<span class="chip ok" title="member1 serves Deployment">member1: serves</span>`,
+		`<span class="chip failed" title="member2 does not serve Deployment">member2: missing</span>`,
+		`<a href="/objects?kind=FederatedDeployment">FederatedDeployment</a>`)
+
+	// The live script swaps in ?fragment=1: the main part alone.
+	_, body = f.get(t, "/objects?fragment=1")
+	if strings.Contains(body, "<html") || !strings.Contains(body, `id="matrix"`) {
+		t.Errorf("fragment is not the main part alone:\n%.300s", body)
+	}
+}
+
+func TestDashboardPagesLargeFederations(t *testing.T) {
+	var objects []runtime.Object
+	for i := range 250 {
+		objects = append(objects, configMap("bulk", fmt.Sprintf("cm-%03d", i)))
+	}
+	f := newDashFixture(t, objects...)
+	_, body := f.get(t, "/objects")
+	if n := strings.Count(body, "<tr data-kind="); n != pageSize {
+		t.Errorf("page 1 has %d rows, want %d", n, pageSize)
+	}
+	mustContain(t, "page 1", body, "Showing 1–100 of 250", `<a href="/objects?page=2" rel="next">next</a>`)
+	_, body = f.get(t, "/objects?page=3")
+	if n := strings.Count(body, "<tr data-kind="); n != 50 {
+		t.Errorf("page 3 has %d rows, want 50", n)
+	}
+	mustContain(t, "page 3", body, "Showing 201–250 of 250", `data-name="cm-249"`, `rel="prev"`)
+}
+
+// A change in the host reaches an open page through /events.
+func TestDashboardLiveEvents(t *testing.T) {
+	f := newDashFixture(t)
+	resp, err := http.Get(f.srv.URL + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("content type %q", ct)
+	}
+	events := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "event: ") {
+				events <- strings.TrimPrefix(sc.Text(), "event: ")
+			}
+		}
+		close(events)
+	}()
+	if e := <-events; e != "hello" {
+		t.Fatalf("first event %q", e)
+	}
+	before := f.d.version.Load()
+	if _, err := f.dyn.Resource(dashCMGVR).Namespace("demo").Create(context.Background(), configMap("demo", "new"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case e := <-events:
+		if e != "change" {
+			t.Fatalf("event %q after a create", e)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no change event after a create")
+	}
+	if f.d.version.Load() == before {
+		t.Error("the version did not move")
+	}
+	_, body := f.get(t, "/objects?fragment=1")
+	if !strings.Contains(body, `data-name="new"`) {
+		t.Error("the new object is not on the page")
+	}
+}
+
+// Only requests addressed to the dashboard are answered: a page of another
+// site whose name resolves to 127.0.0.1 gets nothing.
+func TestDashboardAnswersItsOwnAddressOnly(t *testing.T) {
+	h := newDashboard(dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), kubefake.NewClientset(), testNamespace, "").handler("127.0.0.1:8001")
+	for host, want := range map[string]int{
+		"127.0.0.1:8001": http.StatusFound, "localhost:8001": http.StatusFound, "[::1]:8001": http.StatusFound,
+		"evil.example:8001": http.StatusForbidden, "evil.example": http.StatusForbidden,
+	} {
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.Host = host
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != want {
+			t.Errorf("Host %s: %d, want %d", host, rec.Code, want)
+		}
+	}
+	req := httptest.NewRequest(http.MethodPost, "/objects", nil)
+	req.Host = "127.0.0.1:8001"
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusMethodNotAllowed {
+		t.Errorf("POST: %d, want 405", rec.Code)
+	}
+	if csp := rec.Header().Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") {
+		t.Errorf("CSP %q", csp)
+	}
+}
+
+// BenchmarkDashboard10000 measures what a change costs an open matrix page
+// in a federation of 10,000 objects: the snapshot is rebuilt once per
+// change, and the page renders 100 rows of it (docs/performance.md).
+func BenchmarkDashboard10000(b *testing.B) {
+	var objects []runtime.Object
+	for i := range 10000 {
+		objects = append(objects, configMap(fmt.Sprintf("ns-%02d", i%50), fmt.Sprintf("cm-%05d", i)))
+	}
+	f := newDashFixture(b, objects...)
+	h := f.d.handler("127.0.0.1:0")
+	get := func(path string) *http.Request {
+		req := httptest.NewRequest(http.MethodGet, path, nil)
+		req.Host = "127.0.0.1"
+		return req
+	}
+	b.Run("rebuild+page", func(b *testing.B) {
+		for b.Loop() {
+			f.d.changed()
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, get("/objects?state=problems&fragment=1"))
+			if rec.Code != http.StatusOK {
+				b.Fatal(rec.Code)
+			}
+		}
+	})
+	b.Run("page", func(b *testing.B) {
+		for b.Loop() {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, get("/objects?page=37&fragment=1"))
+			if rec.Code != http.StatusOK {
+				b.Fatal(rec.Code)
+			}
+		}
+	})
+}

@@ -1,0 +1,116 @@
+// Drives `kubefedctl dashboard` in headless Chromium against a real local
+// federation; run by test/e2e/dashboard_test.go, which sets up the objects:
+// in namespace $NAMESPACE, FederatedDeployment "broken" fails in $FAILED_CLUSTER
+// with the member's error, FederatedConfigMap "fine" is everywhere.
+//
+//   node dashboard.mjs <dashboard URL>
+//
+// It checks that the matrix shows the failed placement in red, that clicking
+// it shows the member's error message, that the RSP-scheduled "spread" draws
+// its split as bars, and that an object created with
+// kubectl ($KUBECTL, a command line) appears without a reload; it takes a
+// screenshot of every page into $SCREENSHOTS. Any failure exits non-zero
+// with a message.
+import { execFileSync } from "node:child_process";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+
+const base = process.argv[2];
+const namespace = process.env.NAMESPACE;
+const failedCluster = process.env.FAILED_CLUSTER;
+const shots = process.env.SCREENSHOTS;
+const kubectl = (process.env.KUBECTL || "").split(" ").filter(Boolean);
+if (!base || !namespace || !failedCluster || !shots || kubectl.length === 0) {
+  console.error("usage: NAMESPACE=… FAILED_CLUSTER=… SCREENSHOTS=… KUBECTL='…' node dashboard.mjs <url>");
+  process.exit(2);
+}
+mkdirSync(shots, { recursive: true });
+
+function check(ok, message) {
+  if (!ok) {
+    throw new Error(message);
+  }
+}
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+  // The machine has no network: Chromium's own background connections
+  // would only be refused.
+  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+});
+try {
+  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  page.setDefaultTimeout(15000);
+
+  // The matrix: the failed placement is red.
+  await page.goto(`${base}/objects?ns=${namespace}`);
+  await page.locator("#live.on").waitFor();
+  const cell = page.locator(`tr[data-name="broken"] td.cell[data-cluster="${failedCluster}"]`);
+  await cell.waitFor();
+  check(await cell.evaluate((el) => el.classList.contains("failed")), "the failed placement's cell is not marked failed");
+  const colour = await cell.evaluate((el) => getComputedStyle(el).backgroundColor);
+  check(colour === "rgb(253, 226, 225)", `the failed placement's cell is ${colour}, not red`);
+  const fine = page.locator(`tr[data-name="fine"] td.cell[data-cluster="${failedCluster}"]`);
+  check(await fine.evaluate((el) => getComputedStyle(el).backgroundColor) === "rgb(218, 251, 225)", "a propagated cell is not green");
+  await page.screenshot({ path: join(shots, "dashboard-objects.png"), fullPage: true });
+
+  // One click shows the member's own error.
+  await cell.locator("a").click();
+  await page.waitForURL(/\/object\?/);
+  const message = page.locator(`#cluster-${failedCluster} .cluster-message`);
+  await message.waitFor();
+  const text = await message.innerText();
+  check(/must be greater than or equal to 0/.test(text), `the object page shows "${text}", not the member's error`);
+  await page.screenshot({ path: join(shots, "dashboard-object.png"), fullPage: true });
+
+  // A change made with kubectl appears live: no reload (the marker stays).
+  await page.goto(`${base}/objects?ns=${namespace}`);
+  await page.locator("#live.on").waitFor();
+  await page.evaluate(() => { window.kubefedMarker = "not reloaded"; });
+  const manifest = JSON.stringify({
+    apiVersion: "types.kubefed.io/v1beta1", kind: "FederatedConfigMap",
+    metadata: { name: "live", namespace },
+    spec: { template: { data: { k: "v" } }, placement: { clusterSelector: {} } },
+  });
+  const started = Date.now();
+  execFileSync(kubectl[0], [...kubectl.slice(1), "apply", "-f", "-"], { input: manifest, stdio: ["pipe", "inherit", "inherit"] });
+  await page.locator('tr[data-name="live"]').waitFor({ timeout: 10000 });
+  const seenAfter = Date.now() - started;
+  check(await page.evaluate(() => window.kubefedMarker) === "not reloaded", "the page was reloaded to show the change");
+  console.log(`live: the new object appeared ${seenAfter} ms after kubectl apply returned or began`);
+
+  // An RSP's split is drawn as bars, widths in proportion (4 and 2 of 6).
+  await page.goto(`${base}/object?kind=FederatedDeployment&ns=${namespace}&name=spread`);
+  // The RSP may list more clusters (with 0 replicas); member1 and member2
+  // hold the replicas.
+  const widthOf = (cluster) => page.evaluate((c) => {
+    for (const row of document.querySelectorAll("#split .bar-row")) {
+      if (row.querySelector(".bar-label").textContent === c) {
+        return Math.round(row.querySelector(".bar").getBoundingClientRect().width);
+      }
+    }
+    return -1;
+  }, cluster);
+  await page.waitForFunction(() => document.querySelectorAll("#split .bar-row").length >= 2);
+  let widths = [];
+  for (let i = 0; i < 50; i++) {
+    widths = [await widthOf("member1"), await widthOf("member2")];
+    if (widths[1] > 0 && widths[0] === 2 * widths[1]) {
+      break;
+    }
+    await page.waitForTimeout(200);
+  }
+  check(widths[1] > 0 && widths[0] === 2 * widths[1], `the split's bars are ${widths} wide, not 2:1`);
+  await page.screenshot({ path: join(shots, "dashboard-split.png"), fullPage: true });
+
+  for (const [path, name] of [["/clusters", "clusters"], ["/types", "types"]]) {
+    await page.goto(base + path);
+    await page.locator("main table").first().waitFor();
+    await page.screenshot({ path: join(shots, `dashboard-${name}.png`), fullPage: true });
+  }
+  console.log("dashboard browser test passed");
+} finally {
+  await browser.close();
+}
