@@ -347,9 +347,32 @@ func TestStatusAggregatesCountsOverClustersAndReplicas(t *testing.T) {
 	if again["ready"] != "10/10" {
 		t.Errorf("ready after member2 rolled out = %v, want 10/10", again["ready"])
 	}
+	// member2 is not ready now and not read: its last counts stand, so
+	// READY does not improve because a member stopped answering.
+	later := buildStatus(again, 1, []outcome{
+		{cluster: "member1", listed: true, counts: copyOf(3, 3)},
+		{cluster: "member2", listed: true, status: "ClusterNotReady"},
+		{cluster: "member3", listed: true, counts: copyOf(2, 2)},
+	}, "", "", now, agg)
+	if later["ready"] != "10/10" {
+		t.Errorf("ready with member2 not read = %v, want its last 5/5 in 10/10", later["ready"])
+	}
 	// Without aggregation nothing of it is written.
 	plain := buildStatus(nil, 1, outcomes, "", "", now, nil)
 	if _, ok := plain["counts"]; ok || plain["ready"] != nil {
 		t.Errorf("status without aggregation: %v", plain)
+	}
+}
+
+// A merge patch of the status nulls what is gone at every depth: a count
+// no longer summed would otherwise stay on the server, and the status
+// would differ from what the engine wants forever.
+func TestStatusPatchRemovesNestedKeys(t *testing.T) {
+	old := map[string]any{"counts": map[string]any{"a": int64(1), "b": int64(2)}, "ready": "1/2", "observedGeneration": int64(3)}
+	next := map[string]any{"counts": map[string]any{"a": int64(1)}, "observedGeneration": int64(4)}
+	got := mergePatch(old, next)
+	want := map[string]any{"counts": map[string]any{"a": int64(1), "b": nil}, "ready": nil, "observedGeneration": int64(4)}
+	if !sameJSON(got, want) {
+		t.Errorf("mergePatch = %v, want %v", got, want)
 	}
 }

@@ -32,6 +32,10 @@ import (
 func buildStatus(old map[string]any, generation int64, outcomes []outcome, reason, message string, now time.Time, agg *federatedtype.Aggregation) map[string]any {
 	clusters := []any{}
 	var total map[string]int64
+	var lastCounts map[string]map[string]int64
+	if agg != nil {
+		lastCounts = countsByCluster(old)
+	}
 	if reason == "" {
 		sortOutcomes(outcomes)
 		var problems []string
@@ -50,6 +54,12 @@ func buildStatus(old map[string]any, generation int64, outcomes []outcome, reaso
 			}
 			if o.remote != nil {
 				c["remoteStatus"] = jsonvalue.Copy(o.remote)
+			}
+			if agg != nil && o.counts == nil {
+				// Not read this time (not ready, still propagating, a
+				// failed write): the copy's last counts stand, or READY
+				// would look better the fewer members answer.
+				o.counts = lastCounts[o.cluster]
 			}
 			if agg != nil && o.counts != nil {
 				if total == nil {
@@ -113,11 +123,52 @@ func buildStatus(old map[string]any, generation int64, outcomes []outcome, reaso
 	return status
 }
 
+// mergePatch is the JSON merge patch (RFC 7386) that turns old into new: new
+// whole, with null for every key, at any depth of nested objects, that old
+// has and new has not (a count no longer summed, say), which a merge patch
+// would otherwise keep.
+func mergePatch(old, new map[string]any) map[string]any {
+	patch := make(map[string]any, len(new))
+	for k, v := range new {
+		nv, newIsObject := v.(map[string]any)
+		ov, oldIsObject := old[k].(map[string]any)
+		if newIsObject && oldIsObject {
+			patch[k] = mergePatch(ov, nv)
+			continue
+		}
+		patch[k] = v
+	}
+	for k := range old {
+		if _, ok := new[k]; !ok {
+			patch[k] = nil
+		}
+	}
+	return patch
+}
+
 // countsValue is counts as a JSON object.
 func countsValue(counts map[string]int64) map[string]any {
 	out := make(map[string]any, len(counts))
 	for name, n := range counts {
 		out[name] = n
+	}
+	return out
+}
+
+// countsByCluster are the counts of every entry of a status.clusters.
+func countsByCluster(status map[string]any) map[string]map[string]int64 {
+	entries, _ := status["clusters"].([]any)
+	out := map[string]map[string]int64{}
+	for _, e := range entries {
+		m, ok := e.(map[string]any)
+		if !ok {
+			continue
+		}
+		if name, _ := m["name"].(string); name != "" {
+			if c := countsOfEntry(m); c != nil {
+				out[name] = c
+			}
+		}
 	}
 	return out
 }
@@ -358,15 +409,7 @@ func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructu
 		now, _ := json.Marshal(status)
 		log.Info("writing status", "federatedObject", key, "old", string(was), "new", string(now))
 	}
-	patch := map[string]any{}
-	for k, v := range status {
-		patch[k] = v
-	}
-	for k := range old {
-		if _, ok := status[k]; !ok {
-			patch[k] = nil
-		}
-	}
+	patch := mergePatch(old, status)
 	meta := map[string]any{"uid": string(fed.GetUID())}
 	if keep != nil {
 		meta["resourceVersion"] = fed.GetResourceVersion()

@@ -140,7 +140,10 @@ func newTypeWorker(e *Engine, ftc *corev1beta1.FederatedTypeConfig) (*typeWorker
 	}
 	aggregation, err := federatedtype.AggregationFor(ftc)
 	if err != nil {
-		return nil, fmt.Errorf("FederatedTypeConfig %s: %w", ftc.Name, err)
+		// The schema refuses what it can; a mistake it lets through costs
+		// the counts, never the type's propagation.
+		e.opts.Log.Error(err, "Status aggregation is off for this type", "federatedTypeConfig", ftc.Name)
+		aggregation = nil
 	}
 	w := &typeWorker{
 		aggregation: aggregation,

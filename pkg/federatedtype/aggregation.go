@@ -41,6 +41,13 @@ var builtinAggregations = map[string]corev1beta1.StatusAggregation{
 	},
 }
 
+// builtinMissing are the values of built-in counts that a member object
+// leaves unset: a Job without spec.completions is done after one success,
+// which kubectl shows as 1 completion wanted.
+var builtinMissing = map[string]map[string]int64{
+	"batch/Job": {"completions": 1},
+}
+
 // replicaCounts are the counts of a kind with spec.replicas, and the extra
 // status fields named.
 func replicaCounts(extra ...string) corev1beta1.StatusAggregation {
@@ -80,6 +87,8 @@ type Aggregation struct {
 type aggregatedField struct {
 	name string
 	path overrides.Pointer
+	// missing is the count of an object without the field.
+	missing int64
 }
 
 // AggregationFor is the status aggregation of ftc's type: what its spec
@@ -90,11 +99,14 @@ func AggregationFor(ftc *corev1beta1.FederatedTypeConfig) (*Aggregation, error) 
 	if spec != nil && spec.Mode == corev1beta1.Disabled {
 		return nil, nil
 	}
+	var missing map[string]int64
 	if spec == nil || len(spec.Fields) == 0 {
-		spec = BuiltinAggregation(ftc.Spec.TargetType.Group, ftc.Spec.TargetType.Kind)
+		tt := ftc.Spec.TargetType
+		spec = BuiltinAggregation(tt.Group, tt.Kind)
 		if spec == nil {
 			return nil, nil
 		}
+		missing = builtinMissing[tt.Group+"/"+tt.Kind]
 	}
 	a := &Aggregation{ready: spec.Ready, desired: spec.Desired}
 	names := map[string]bool{}
@@ -107,7 +119,7 @@ func AggregationFor(ftc *corev1beta1.FederatedTypeConfig) (*Aggregation, error) 
 			return nil, fmt.Errorf("statusAggregation names field %s twice", f.Name)
 		}
 		names[f.Name] = true
-		a.fields = append(a.fields, aggregatedField{name: f.Name, path: p})
+		a.fields = append(a.fields, aggregatedField{name: f.Name, path: p, missing: missing[f.Name]})
 	}
 	if (a.ready == "") != (a.desired == "") || (a.ready != "" && (!names[a.ready] || !names[a.desired])) {
 		return nil, fmt.Errorf("statusAggregation ready %q and desired %q must both name fields", a.ready, a.desired)
@@ -115,12 +127,16 @@ func AggregationFor(ftc *corev1beta1.FederatedTypeConfig) (*Aggregation, error) 
 	return a, nil
 }
 
-// Counts reads the counts of a member object; a missing or non-integer
-// value counts 0.
+// Counts reads the counts of a member object; a missing value counts 0
+// (but for a built-in default), a non-integer one 0.
 func (a *Aggregation) Counts(obj map[string]any) map[string]int64 {
 	out := make(map[string]int64, len(a.fields))
 	for _, f := range a.fields {
-		v, _ := f.path.Lookup(obj)
+		v, found := f.path.Lookup(obj)
+		if !found || v == nil {
+			out[f.name] = f.missing
+			continue
+		}
 		out[f.name], _ = jsonvalue.Int64(v)
 	}
 	return out

@@ -38,8 +38,12 @@ func TestBuiltinAggregations(t *testing.T) {
 		{"batch", "Job",
 			map[string]any{"spec": map[string]any{"completions": int64(3)}, "status": map[string]any{"active": int64(1), "succeeded": int64(2), "ready": int64(1)}},
 			map[string]int64{"completions": 3, "active": 1, "ready": 1, "succeeded": 2, "failed": 0}, "2/3"},
+		// A work-queue Job leaves completions unset: one success is done.
+		{"batch", "Job",
+			map[string]any{"spec": map[string]any{"parallelism": int64(3)}, "status": map[string]any{"succeeded": int64(1)}},
+			map[string]int64{"completions": 1, "active": 0, "ready": 0, "succeeded": 1, "failed": 0}, "1/1"},
 	} {
-		t.Run(tc.kind, func(t *testing.T) {
+		t.Run(tc.kind+" "+tc.ready, func(t *testing.T) {
 			a, err := AggregationFor(typeConfig(tc.group, tc.kind, nil))
 			if err != nil || a == nil {
 				t.Fatalf("AggregationFor = %v, %v", a, err)

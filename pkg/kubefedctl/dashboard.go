@@ -2,10 +2,13 @@ package kubefedctl
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -80,10 +83,24 @@ func (o *dashboardOptions) run(ctx context.Context, streams IOStreams) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.address, err)
 	}
+	if ip, ok := ln.Addr().(*net.TCPAddr); ok && !ip.IP.IsLoopback() {
+		fmt.Fprintf(streams.ErrOut, "Warning: %s is reachable from other machines, over plain HTTP; the token in the URL is all that keeps them out.\n", ln.Addr())
+	}
+	token, err := newDashboardToken()
+	if err != nil {
+		return err
+	}
 	d.start(ctx)
-	srv := &http.Server{Handler: d.handler(ln.Addr().String()), ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(streams.Out, "Serving the dashboard of %s on http://%s/ (Ctrl-C stops it)\n", host.context, ln.Addr())
+	srv := &http.Server{
+		Handler:           d.handler(ln.Addr().String(), token),
+		ReadHeaderTimeout: 10 * time.Second,
+		// Live streams end with the command.
+		BaseContext: func(net.Listener) context.Context { return ctx },
+	}
+	fmt.Fprintf(streams.Out, "Serving the dashboard of %s on http://%s/?token=%s (Ctrl-C stops it)\n", host.context, ln.Addr(), token)
+	stopped := make(chan struct{})
 	go func() {
+		defer close(stopped)
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -92,7 +109,19 @@ func (o *dashboardOptions) run(ctx context.Context, streams IOStreams) error {
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
+	<-stopped
 	return nil
+}
+
+// newDashboardToken is the secret of one dashboard run: other users of the
+// machine can reach 127.0.0.1 too, and must not read the federation with
+// the caller's credentials.
+func newDashboardToken() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("make the dashboard's token: %w", err)
+	}
+	return hex.EncodeToString(b), nil
 }
 
 // Resources the dashboard watches besides the federated types.
@@ -117,8 +146,14 @@ type dashboard struct {
 	stop <-chan struct{}
 	mu   sync.Mutex
 	// types are the informers of the federated types, by GVR; started as
-	// their FederatedTypeConfigs appear.
-	types map[schema.GroupVersionResource]toolscache.SharedIndexInformer
+	// their FederatedTypeConfigs appear. typeErrors are their last list or
+	// watch errors, such as a federated CRD that is not installed.
+	types      map[schema.GroupVersionResource]toolscache.SharedIndexInformer
+	typeErrors map[schema.GroupVersionResource]string
+
+	// events caches the events of object pages for eventsTTL.
+	eventsMu sync.Mutex
+	events   map[dashKey]cachedEvents
 
 	// version counts changes; pages and the live stream follow it.
 	version atomic.Uint64
@@ -131,13 +166,15 @@ type dashboard struct {
 
 func newDashboard(dyn dynamic.Interface, kube kubernetes.Interface, kubefedNS, namespace string) *dashboard {
 	d := &dashboard{
-		kube:      kube,
-		kubefedNS: kubefedNS,
-		namespace: namespace,
-		control:   dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, kubefedNS, nil),
-		objects:   dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, namespace, nil),
-		types:     map[schema.GroupVersionResource]toolscache.SharedIndexInformer{},
-		subs:      map[chan struct{}]struct{}{},
+		kube:       kube,
+		kubefedNS:  kubefedNS,
+		namespace:  namespace,
+		control:    dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, kubefedNS, nil),
+		objects:    dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, namespace, nil),
+		types:      map[schema.GroupVersionResource]toolscache.SharedIndexInformer{},
+		typeErrors: map[schema.GroupVersionResource]string{},
+		events:     map[dashKey]cachedEvents{},
+		subs:       map[chan struct{}]struct{}{},
 	}
 	d.clusters = d.watch(d.control, kubeFedClustersGVR)
 	d.typeConfigs = d.watch(d.control, typeConfigsGVR)
@@ -187,7 +224,14 @@ func (d *dashboard) watchType(obj any) {
 	if _, ok := d.types[gvr]; ok {
 		return
 	}
-	d.types[gvr] = d.watch(d.objects, gvr)
+	inf := d.watch(d.objects, gvr)
+	_ = inf.SetWatchErrorHandler(func(_ *toolscache.Reflector, err error) {
+		d.mu.Lock()
+		d.typeErrors[gvr] = err.Error()
+		d.mu.Unlock()
+		d.changed()
+	})
+	d.types[gvr] = inf
 	if d.stop != nil {
 		d.objects.Start(d.stop)
 	}
@@ -290,10 +334,19 @@ func (d *dashboard) build(v uint64) *snapshot {
 	informers := make([]toolscache.SharedIndexInformer, 0, len(d.types))
 	for gvr, inf := range d.types {
 		// A type whose FederatedTypeConfig went away is no longer shown.
-		if known[gvr] {
-			informers = append(informers, inf)
-			s.synced = s.synced && inf.HasSynced()
+		if !known[gvr] {
+			continue
 		}
+		informers = append(informers, inf)
+		if inf.HasSynced() {
+			continue
+		}
+		if msg := d.typeErrors[gvr]; msg != "" {
+			// Unreadable, perhaps for good: said, not waited for.
+			s.problems = append(s.problems, fmt.Sprintf("%s cannot be read: %s", gvr.Resource, msg))
+			continue
+		}
+		s.synced = false
 	}
 	d.mu.Unlock()
 	var objects []unstructured.Unstructured
@@ -317,7 +370,7 @@ func (d *dashboard) build(v uint64) *snapshot {
 			break
 		}
 		u := objects[bad]
-		s.problems = append(s.problems, fmt.Sprintf("%s %s/%s: %v", u.GetKind(), u.GetNamespace(), u.GetName(), err))
+		s.problems = append(s.problems, fmt.Sprintf("%s %s/%s is shown without its status: %v", u.GetKind(), u.GetNamespace(), u.GetName(), err))
 		stripped := u.DeepCopy()
 		delete(stripped.Object, "status")
 		objects[bad] = *stripped
@@ -393,8 +446,39 @@ func (s *snapshot) kinds() []string {
 	return out
 }
 
-// eventsOf lists the recent events of a host object, newest first.
+// eventsTTL is how long an object page's events are reused: a page that
+// is refreshed on every change must not list events every 300 ms.
+const eventsTTL = 3 * time.Second
+
+type cachedEvents struct {
+	rows []eventRow
+	err  error
+	at   time.Time
+}
+
+// eventsOf lists the recent events of a host object, newest first, at
+// most once per eventsTTL.
 func (d *dashboard) eventsOf(ctx context.Context, kind, namespace, name string) ([]eventRow, error) {
+	key := dashKey{kind, namespace, name}
+	d.eventsMu.Lock()
+	c, ok := d.events[key]
+	d.eventsMu.Unlock()
+	if ok && time.Since(c.at) < eventsTTL {
+		return slices.Clone(c.rows), c.err
+	}
+	rows, err := d.listEvents(ctx, kind, namespace, name)
+	d.eventsMu.Lock()
+	for k, old := range d.events {
+		if time.Since(old.at) >= eventsTTL {
+			delete(d.events, k)
+		}
+	}
+	d.events[key] = cachedEvents{rows: rows, err: err, at: time.Now()}
+	d.eventsMu.Unlock()
+	return slices.Clone(rows), err
+}
+
+func (d *dashboard) listEvents(ctx context.Context, kind, namespace, name string) ([]eventRow, error) {
 	if namespace == "" {
 		// Events of cluster-scoped objects are recorded in default.
 		namespace = metav1.NamespaceDefault

@@ -5,9 +5,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +26,7 @@ import (
 var (
 	dashDeployGVR = schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta1", Resource: "federateddeployments"}
 	dashCMGVR     = schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta1", Resource: "federatedconfigmaps"}
+	dashSecretGVR = schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta1", Resource: "federatedsecrets"}
 )
 
 func dashObject(apiVersion, kind, namespace, name string, fields map[string]any) *unstructured.Unstructured {
@@ -111,6 +114,13 @@ type dashFixture struct {
 
 func newDashFixture(t testing.TB, objects ...runtime.Object) *dashFixture {
 	t.Helper()
+	return newDashFixtureWith(t, nil, nil, objects...)
+}
+
+// newDashFixtureWith serves objects, which the sync wait counts, beside
+// the fixture's base objects and extra ones of more kinds.
+func newDashFixtureWith(t testing.TB, kinds map[schema.GroupVersionResource]string, extra []runtime.Object, objects ...runtime.Object) *dashFixture {
+	t.Helper()
 	fixClock(t)
 	listKinds := map[schema.GroupVersionResource]string{
 		kubeFedClustersGVR: "KubeFedClusterList",
@@ -119,6 +129,7 @@ func newDashFixture(t testing.TB, objects ...runtime.Object) *dashFixture {
 		dashDeployGVR:      "FederatedDeploymentList",
 		dashCMGVR:          "FederatedConfigMapList",
 	}
+	maps.Copy(listKinds, kinds)
 	base := []runtime.Object{
 		dashCluster("member1", "True", "ClusterReady", "/healthz responded with ok"),
 		dashCluster("member2", "False", "ClusterNotReachable", "Get https://member2.example:6443/healthz: dial tcp: connection refused"),
@@ -132,7 +143,7 @@ func newDashFixture(t testing.TB, objects ...runtime.Object) *dashFixture {
 			}},
 		}),
 	}
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, append(base, objects...)...)
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, slices.Concat(base, extra, objects)...)
 	kube := kubefake.NewClientset(&corev1.Event{
 		ObjectMeta:     metav1.ObjectMeta{Name: "web.1", Namespace: "demo"},
 		InvolvedObject: corev1.ObjectReference{Kind: "FederatedDeployment", Namespace: "demo", Name: "web"},
@@ -151,14 +162,27 @@ func newDashFixture(t testing.TB, objects ...runtime.Object) *dashFixture {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	srv := httptest.NewServer(d.handler("127.0.0.1:0"))
+	srv := httptest.NewServer(d.handler("127.0.0.1:0", dashToken))
 	t.Cleanup(srv.Close)
 	return &dashFixture{d: d, dyn: dyn, srv: srv}
 }
 
+// dashToken is the fixtures' run token; requests carry it in the cookie.
+const dashToken = "0123456789abcdef"
+
+func dashRequest(t testing.TB, url string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.AddCookie(&http.Cookie{Name: tokenCookie, Value: dashToken})
+	return req
+}
+
 func (f *dashFixture) get(t *testing.T, path string) (int, string) {
 	t.Helper()
-	resp, err := http.Get(f.srv.URL + path)
+	resp, err := http.DefaultClient.Do(dashRequest(t, f.srv.URL+path))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +295,7 @@ func TestDashboardPagesLargeFederations(t *testing.T) {
 // A change in the host reaches an open page through /events.
 func TestDashboardLiveEvents(t *testing.T) {
 	f := newDashFixture(t)
-	resp, err := http.Get(f.srv.URL + "/events")
+	resp, err := http.DefaultClient.Do(dashRequest(t, f.srv.URL+"/events"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,29 +340,72 @@ func TestDashboardLiveEvents(t *testing.T) {
 // Only requests addressed to the dashboard are answered: a page of another
 // site whose name resolves to 127.0.0.1 gets nothing.
 func TestDashboardAnswersItsOwnAddressOnly(t *testing.T) {
-	h := newDashboard(dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), kubefake.NewClientset(), testNamespace, "").handler("127.0.0.1:8001")
+	h := newDashboard(dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), kubefake.NewClientset(), testNamespace, "").handler("127.0.0.1:8001", dashToken)
+	serve := func(method, target, host string, withCookie bool) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(method, target, nil)
+		req.Host = host
+		if withCookie {
+			req.AddCookie(&http.Cookie{Name: tokenCookie, Value: dashToken})
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
 	for host, want := range map[string]int{
 		"127.0.0.1:8001": http.StatusFound, "localhost:8001": http.StatusFound, "[::1]:8001": http.StatusFound,
 		"evil.example:8001": http.StatusForbidden, "evil.example": http.StatusForbidden,
 	} {
-		req := httptest.NewRequest(http.MethodGet, "/", nil)
-		req.Host = host
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		if rec.Code != want {
+		if rec := serve(http.MethodGet, "/", host, true); rec.Code != want {
 			t.Errorf("Host %s: %d, want %d", host, rec.Code, want)
 		}
 	}
-	req := httptest.NewRequest(http.MethodPost, "/objects", nil)
-	req.Host = "127.0.0.1:8001"
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
+	rec := serve(http.MethodPost, "/objects", "127.0.0.1:8001", true)
 	if rec.Code != http.StatusMethodNotAllowed {
 		t.Errorf("POST: %d, want 405", rec.Code)
 	}
 	if csp := rec.Header().Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") {
 		t.Errorf("CSP %q", csp)
 	}
+
+	// Another user of the machine, without the run's token, reads nothing.
+	for _, target := range []string{"/objects", "/events", "/objects?token=guess"} {
+		if rec := serve(http.MethodGet, target, "127.0.0.1:8001", false); rec.Code != http.StatusUnauthorized {
+			t.Errorf("%s without the token: %d, want 401", target, rec.Code)
+		}
+	}
+	// The printed URL sets the cookie and drops the token from the address.
+	rec = serve(http.MethodGet, "/objects?ns=demo&token="+dashToken, "127.0.0.1:8001", false)
+	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/objects?ns=demo" {
+		t.Errorf("token URL: %d to %q", rec.Code, rec.Header().Get("Location"))
+	}
+	if c := rec.Result().Cookies(); len(c) != 1 || c[0].Value != dashToken || !c[0].HttpOnly || c[0].SameSite != http.SameSiteStrictMode {
+		t.Errorf("cookie %+v", c)
+	}
+}
+
+// A FederatedSecret's page shows where it goes, not what it holds.
+func TestDashboardRedactsSecrets(t *testing.T) {
+	secret := dashObject("types.kubefed.io/v1beta1", "FederatedSecret", "demo", "creds", map[string]any{
+		"spec": map[string]any{
+			"template":  map[string]any{"data": map[string]any{"password": "c2VjcmV0"}, "stringData": map[string]any{"user": "admin"}},
+			"placement": map[string]any{"clusterSelector": map[string]any{}},
+			"overrides": []any{map[string]any{"clusterName": "member2", "clusterOverrides": []any{
+				map[string]any{"path": "/data/password", "value": "b3RoZXI="},
+				map[string]any{"path": "/metadata/labels/tier", "value": "gold"}}}},
+		},
+	})
+	f := newDashFixtureWith(t, map[schema.GroupVersionResource]string{dashSecretGVR: "FederatedSecretList"},
+		[]runtime.Object{dashTypeConfig("secrets", "", "Secret")}, secret)
+	code, body := f.get(t, "/object?kind=FederatedSecret&ns=demo&name=creds")
+	if code != http.StatusOK {
+		t.Fatalf("%d\n%s", code, body)
+	}
+	for _, secretValue := range []string{"c2VjcmV0", "admin", "b3RoZXI="} {
+		if strings.Contains(body, secretValue) {
+			t.Errorf("the page shows %q", secretValue)
+		}
+	}
+	mustContain(t, "the secret's page", body, "password: &lt;redacted, 8 bytes&gt;", "user: &lt;redacted, 5 bytes&gt;", "value: &lt;redacted, 8 bytes&gt;", "value: gold")
 }
 
 // BenchmarkDashboard10000 measures what a change costs an open matrix page
@@ -350,10 +417,11 @@ func BenchmarkDashboard10000(b *testing.B) {
 		objects = append(objects, configMap(fmt.Sprintf("ns-%02d", i%50), fmt.Sprintf("cm-%05d", i)))
 	}
 	f := newDashFixture(b, objects...)
-	h := f.d.handler("127.0.0.1:0")
+	h := f.d.handler("127.0.0.1:0", dashToken)
 	get := func(path string) *http.Request {
 		req := httptest.NewRequest(http.MethodGet, path, nil)
 		req.Host = "127.0.0.1"
+		req.AddCookie(&http.Cookie{Name: tokenCookie, Value: dashToken})
 		return req
 	}
 	b.Run("rebuild+page", func(b *testing.B) {

@@ -2,6 +2,7 @@ package kubefedctl
 
 import (
 	"bytes"
+	"crypto/subtle"
 	"embed"
 	"fmt"
 	"html/template"
@@ -21,6 +22,7 @@ import (
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
 	"github.com/kubefed-io/kubefed/pkg/fedstatus"
+	"github.com/kubefed-io/kubefed/pkg/jsonvalue"
 )
 
 //go:embed dashboard
@@ -34,29 +36,22 @@ const pageSize = 100
 const liveInterval = 300 * time.Millisecond
 
 var dashboardPages = func() map[string]*template.Template {
-	funcs := template.FuncMap{
-		"lower": strings.ToLower,
-		"query": func(kv ...string) template.URL {
-			v := url.Values{}
-			for i := 0; i+1 < len(kv); i += 2 {
-				if kv[i+1] != "" {
-					v.Set(kv[i], kv[i+1])
-				}
-			}
-			return template.URL("?" + v.Encode())
-		},
-	}
 	pages := map[string]*template.Template{}
 	for _, name := range []string{"clusters", "objects", "object", "types"} {
-		t := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(dashboardFiles, "dashboard/layout.html", "dashboard/"+name+".html"))
+		t := template.Must(template.New("layout.html").ParseFS(dashboardFiles, "dashboard/layout.html", "dashboard/"+name+".html"))
 		pages[name] = t
 	}
 	return pages
 }()
 
+// tokenCookie carries the run's token after the first page, so that links,
+// the live stream and fetches need not.
+const tokenCookie = "kubefed-dashboard"
+
 // handler serves the pages; served is the listening address, which
-// requests must be addressed to.
-func (d *dashboard) handler(served string) http.Handler {
+// requests must be addressed to, and token the run's secret, which the
+// first request brings in its URL and later ones in a cookie.
+func (d *dashboard) handler(served, token string) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/objects", http.StatusFound)
@@ -78,8 +73,29 @@ func (d *dashboard) handler(served string) http.Handler {
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:")
+		if given := r.URL.Query().Get("token"); given != "" {
+			if !sameToken(given, token) {
+				http.Error(w, "wrong token: open the URL kubefedctl dashboard printed", http.StatusUnauthorized)
+				return
+			}
+			http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+			u := *r.URL
+			q := u.Query()
+			q.Del("token")
+			u.RawQuery = q.Encode()
+			http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+			return
+		}
+		if c, err := r.Cookie(tokenCookie); err != nil || !sameToken(c.Value, token) {
+			http.Error(w, "open the URL kubefedctl dashboard printed: it carries this run's token", http.StatusUnauthorized)
+			return
+		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+func sameToken(given, token string) bool {
+	return token != "" && subtle.ConstantTimeCompare([]byte(given), []byte(token)) == 1
 }
 
 // pageData is what every page template gets.
@@ -261,7 +277,7 @@ func (d *dashboard) objectsView(s *snapshot, r *http.Request) (string, any, int)
 	var matched []objectStatus
 	for _, o := range s.report.Objects {
 		if v.Namespace != "" && o.Namespace != v.Namespace || v.Kind != "" && o.Kind != v.Kind ||
-			v.Query != "" && !strings.Contains(o.Name, v.Query) || !stateMatches(o, v.State) {
+			v.Query != "" && !strings.Contains(strings.ToLower(o.Name), strings.ToLower(v.Query)) || !stateMatches(o, v.State) {
 			continue
 		}
 		matched = append(matched, o)
@@ -402,9 +418,13 @@ func (d *dashboard) objectView(s *snapshot, r *http.Request) (string, any, int) 
 		}
 	}
 	v.Propagation, v.Class, v.Ready = report.Propagation, propagationClass(report.Propagation), report.Ready
-	v.Placement = yamlOf(obj.Object, "spec", "placement")
-	v.Overrides = yamlOf(obj.Object, "spec", "overrides")
-	v.Template = yamlOf(obj.Object, "spec", "template")
+	shown := obj.Object
+	if s.federatesSecrets(kind) {
+		shown = redactSecret(obj.Object)
+	}
+	v.Placement = yamlOf(shown, "spec", "placement")
+	v.Overrides = yamlOf(shown, "spec", "overrides")
+	v.Template = yamlOf(shown, "spec", "template")
 	counts, _, _ := unstructured.NestedMap(obj.Object, "status", "counts")
 	for name, n := range counts {
 		if i, ok := n.(int64); ok {
@@ -487,6 +507,57 @@ func ageOf(t time.Time, now time.Time) string {
 		return ""
 	}
 	return age(metav1.NewTime(t), now)
+}
+
+// redactSecret is a FederatedSecret with the values of its template's data
+// and stringData, and of overrides of them, replaced by their sizes: the
+// page shows where a Secret goes, not what it holds.
+func redactSecret(obj map[string]any) map[string]any {
+	out := jsonvalue.Copy(obj).(map[string]any)
+	template, _, _ := unstructured.NestedMap(out, "spec", "template")
+	for _, field := range []string{"data", "stringData"} {
+		if m, ok := template[field].(map[string]any); ok {
+			for k, v := range m {
+				m[k] = redacted(v)
+			}
+		}
+	}
+	if template != nil {
+		_ = unstructured.SetNestedMap(out, template, "spec", "template")
+	}
+	entries, _, _ := unstructured.NestedSlice(out, "spec", "overrides")
+	for _, e := range entries {
+		m, _ := e.(map[string]any)
+		ops, _ := m["clusterOverrides"].([]any)
+		for _, op := range ops {
+			o, _ := op.(map[string]any)
+			path, _ := o["path"].(string)
+			if _, has := o["value"]; has && (strings.HasPrefix(path, "/data") || strings.HasPrefix(path, "/stringData")) {
+				o["value"] = redacted(o["value"])
+			}
+		}
+	}
+	if entries != nil {
+		_ = unstructured.SetNestedSlice(out, entries, "spec", "overrides")
+	}
+	return out
+}
+
+func redacted(v any) string {
+	if s, ok := v.(string); ok {
+		return fmt.Sprintf("<redacted, %d bytes>", len(s))
+	}
+	return "<redacted>"
+}
+
+// federatesSecrets reports whether a federated kind's targets are Secrets.
+func (s *snapshot) federatesSecrets(kind string) bool {
+	for _, ftc := range s.typeConfigs {
+		if ftc.Spec.FederatedType.Kind == kind {
+			return ftc.Spec.TargetType.Group == "" && ftc.Spec.TargetType.Kind == "Secret"
+		}
+	}
+	return kind == "FederatedSecret"
 }
 
 // yamlOf renders the value at path as YAML; empty when there is none.

@@ -3,7 +3,7 @@
 // in namespace $NAMESPACE, FederatedDeployment "broken" fails in $FAILED_CLUSTER
 // with the member's error, FederatedConfigMap "fine" is everywhere.
 //
-//   node dashboard.mjs <dashboard URL>
+//   node dashboard.mjs <the URL kubefedctl dashboard printed, with its token>
 //
 // It checks that the matrix shows the failed placement in red, that clicking
 // it shows the member's error message, that the RSP-scheduled "spread" draws
@@ -16,7 +16,10 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
 
-const base = process.argv[2];
+// The URL kubefedctl printed carries the run's token; the first page sets
+// it as a cookie, which every later request sends.
+const printed = process.argv[2];
+const base = printed ? new URL(printed).origin : "";
 const namespace = process.env.NAMESPACE;
 const failedCluster = process.env.FAILED_CLUSTER;
 const shots = process.env.SCREENSHOTS;
@@ -43,6 +46,12 @@ const browser = await chromium.launch({
 try {
   const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
   page.setDefaultTimeout(15000);
+
+  // Without the token nothing is served.
+  const denied = await page.goto(`${base}/objects`);
+  check(denied.status() === 401, `without the token the dashboard answered ${denied.status()}`);
+  await page.goto(printed);
+  check(!page.url().includes("token="), "the token stayed in the address bar");
 
   // The matrix: the failed placement is red.
   await page.goto(`${base}/objects?ns=${namespace}`);

@@ -528,6 +528,10 @@ func TestStatusAggregationIsValidated(t *testing.T) {
 			[]string{"spec.statusAggregation", "ready and desired go together"}},
 		{"a dotted path", agg(map[string]any{"fields": []any{map[string]any{"name": "up", "path": "status.readyMembers"}}}),
 			[]string{"spec.statusAggregation.fields[0].path", "must be a JSON pointer"}},
+		{"a bad escape", agg(map[string]any{"fields": []any{map[string]any{"name": "up", "path": "/metadata/annotations/a~2b"}}}),
+			[]string{"spec.statusAggregation.fields[0].path", "not ~0 (for '~') or ~1 (for '/')"}},
+		{"a trailing tilde", agg(map[string]any{"fields": []any{map[string]any{"name": "up", "path": "/status/up~"}}}),
+			[]string{"spec.statusAggregation.fields[0].path", "not ~0"}},
 		{"a name that is no identifier", agg(map[string]any{"fields": []any{map[string]any{"name": "ready-members", "path": "/status/readyMembers"}}}),
 			[]string{"spec.statusAggregation.fields[0].name"}},
 		{"a field twice", agg(map[string]any{"fields": []any{fields[0], fields[0]}}),
@@ -542,6 +546,7 @@ func TestStatusAggregationIsValidated(t *testing.T) {
 	for name, m := range map[string]map[string]any{
 		"fields with READY": {"fields": fields, "ready": "up", "desired": "desired"},
 		"fields alone":      {"fields": fields[:1]},
+		"escapes":           {"fields": []any{map[string]any{"name": "n", "path": "/metadata/annotations/example.com~1count~0x"}}},
 		"disabled":          {"mode": "Disabled"},
 	} {
 		if err := host.Create(ctx, typeConfig(agg(m)), client.DryRunAll); err != nil {

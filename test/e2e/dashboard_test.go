@@ -83,7 +83,7 @@ var _ = Describe("Dashboard", Ordered, func() {
 		})
 		line, err := bufio.NewReader(stdout).ReadString('\n')
 		Expect(err).NotTo(HaveOccurred())
-		url := regexp.MustCompile(`http://127\.0\.0\.1:\d+`).FindString(line)
+		url := regexp.MustCompile(`http://127\.0\.0\.1:\d+/\?token=[0-9a-f]{32}`).FindString(line)
 		Expect(url).NotTo(BeEmpty(), "kubefedctl dashboard said %q", line)
 
 		shots := os.Getenv(screenshotsEnv)

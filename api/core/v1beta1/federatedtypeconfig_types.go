@@ -120,6 +120,7 @@ type AggregatedField struct {
 	// /status/readyReplicas; a missing value counts 0.
 	// +kubebuilder:validation:MaxLength=256
 	// +kubebuilder:validation:XValidation:rule="self.startsWith('/')",message="path must be a JSON pointer starting with '/', such as /status/readyReplicas"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('~([^01]|$)')",message="path has a '~' that is not ~0 (for '~') or ~1 (for '/')"
 	Path string `json:"path"`
 }
 

@@ -19,6 +19,11 @@
     var url = new URL(window.location.href);
     url.searchParams.set("fragment", "1");
     fetch(url, { cache: "no-store" }).then(function (r) {
+      // An error page (the run ended, the object went away) is not swapped in.
+      var type = r.headers.get("Content-Type") || "";
+      if (!(r.ok || r.status === 404) || type.indexOf("text/html") !== 0) {
+        throw new Error("refresh: " + r.status);
+      }
       return r.text();
     }).then(function (html) {
       var main = document.getElementById("main");
