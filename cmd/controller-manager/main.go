@@ -1,4 +1,5 @@
-// Command controller-manager runs the KubeFed control plane on the host cluster.
+// Command controller-manager runs the KubeFed control plane on the host
+// cluster, and with the subcommand agent a Pull-mode member's agent.
 package main
 
 import (
@@ -15,22 +16,46 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "agent" {
+		agent(os.Args[2:])
+		return
+	}
 	opts := controllermanager.DefaultOptions()
-	fs := pflag.NewFlagSet("controller-manager", pflag.ExitOnError)
-	opts.AddFlags(fs)
-	zapOpts := zap.Options{}
-	goFlags := flag.NewFlagSet("logging", flag.ExitOnError)
-	zapOpts.BindFlags(goFlags)
-	fs.AddGoFlagSet(goFlags)
-	showVersion := fs.Bool("version", false, "Print the version and exit.")
-	_ = fs.Parse(os.Args[1:])
+	var showVersion *bool
+	parseFlags("controller-manager", os.Args[1:], func(fs *pflag.FlagSet) {
+		opts.AddFlags(fs)
+		showVersion = fs.Bool("version", false, "Print the version and exit.")
+	})
 	if *showVersion {
 		fmt.Println(version.Get())
 		return
 	}
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	if err := controllermanager.Run(ctrl.SetupSignalHandler(), opts); err != nil {
 		fmt.Fprintln(os.Stderr, "controller-manager:", err)
 		os.Exit(1)
 	}
+}
+
+// agent runs `controller-manager agent`: the agent of a Pull-mode member,
+// which runs in the member and propagates to it from the host.
+func agent(args []string) {
+	opts := controllermanager.DefaultAgentOptions()
+	parseFlags("controller-manager agent", args, opts.AddFlags)
+	if err := controllermanager.RunAgent(ctrl.SetupSignalHandler(), opts); err != nil {
+		fmt.Fprintln(os.Stderr, "controller-manager agent:", err)
+		os.Exit(1)
+	}
+}
+
+// parseFlags parses args into the flags add registers and the logging
+// flags, and sets up the logger.
+func parseFlags(name string, args []string, add func(*pflag.FlagSet)) {
+	fs := pflag.NewFlagSet(name, pflag.ExitOnError)
+	add(fs)
+	zapOpts := zap.Options{}
+	goFlags := flag.NewFlagSet("logging", flag.ExitOnError)
+	zapOpts.BindFlags(goFlags)
+	fs.AddGoFlagSet(goFlags)
+	_ = fs.Parse(args)
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 }

@@ -111,6 +111,10 @@ func (t *ReadinessTracker) set(name string, ready bool) {
 	}
 }
 
+// Set records the readiness of a cluster that no probe worker watches: a
+// Pull-mode member's agent says whether its own cluster is ready.
+func (t *ReadinessTracker) Set(name string, ready bool) { t.set(name, ready) }
+
 // forget drops a deleted cluster, which is no longer ready.
 func (t *ReadinessTracker) forget(name string) { t.set(name, false) }
 

@@ -136,6 +136,12 @@ func (w *worker) cycle(ctx context.Context) {
 // next period; problems of the member or its configuration are observations.
 func (w *worker) observe(ctx context.Context, cluster *fedv1b1.KubeFedCluster) (observation, *clusterclient.Clients, error) {
 	r := w.r
+	if cluster.PullMode() {
+		// No client: the member's agent reaches the host, never the reverse.
+		r.Registry.Remove(cluster.Name)
+		obs, err := w.observeAgent(ctx, cluster)
+		return obs, nil, err
+	}
 	secret, err := w.secret(ctx, cluster)
 	if err != nil {
 		return observation{}, nil, err

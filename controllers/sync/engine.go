@@ -70,6 +70,15 @@ type Options struct {
 	// to and reports only the members it holds the fence of. Nil serves
 	// every member, as a single active replica does.
 	Shard Shard
+	// Pulled, when set, tells the members in Pull mode, whose agents
+	// propagate to them: this engine neither writes to them nor writes
+	// their status entries, and an entry its agent dropped means the
+	// agent removed its copy.
+	Pulled PullMembers
+	// Agent makes this engine a Pull-mode member's agent (Shard holds its
+	// cluster alone): the finalizer of federated objects is the control
+	// plane's, never added or removed here.
+	Agent bool
 	// Log receives the engine's logs.
 	Log logr.Logger
 }
@@ -85,6 +94,14 @@ type Shard interface {
 	// Assigned reports whether this replica reports on a cluster name that
 	// is not joined.
 	Assigned(cluster string) bool
+}
+
+// PullMembers tells which members are in Pull mode.
+type PullMembers interface {
+	// Pulled reports whether cluster is a Pull-mode member.
+	Pulled(cluster string) bool
+	// Any reports whether some member is.
+	Any() bool
 }
 
 // Engine propagates every enabled federated type; it implements
@@ -362,13 +379,31 @@ func (e *Engine) recorder(federatedKind string) record.EventRecorder {
 
 // serves reports whether this replica writes to cluster.
 func (e *Engine) serves(cluster string) bool {
+	if e.pulled(cluster) {
+		return false
+	}
 	return e.opts.Shard == nil || e.opts.Shard.Holds(cluster)
+}
+
+// pulled reports whether cluster is a Pull-mode member, which its agent
+// serves.
+func (e *Engine) pulled(cluster string) bool {
+	return e.opts.Pulled != nil && e.opts.Pulled.Pulled(cluster)
+}
+
+// anyPulled reports whether some member is in Pull mode: its agent writes
+// status entries too.
+func (e *Engine) anyPulled() bool {
+	return e.opts.Pulled != nil && e.opts.Pulled.Any()
 }
 
 // reports reports whether this replica writes cluster's entries in the
 // status of federated objects: those of the members it serves, and of
 // names no replica serves (not joined) that hashing gives it.
 func (e *Engine) reports(cluster string, joined bool) bool {
+	if joined && e.pulled(cluster) {
+		return false
+	}
 	if e.opts.Shard == nil {
 		return true
 	}
@@ -401,12 +436,12 @@ func (e *Engine) Releasing(cluster string) {
 // held are the joined members of set this replica serves, or nil when it
 // serves every member.
 func (e *Engine) held(set placement.ClusterSet) map[string]bool {
-	if e.opts.Shard == nil {
+	if e.opts.Shard == nil && !e.anyPulled() {
 		return nil
 	}
 	out := map[string]bool{}
 	for _, c := range set.Names() {
-		if e.opts.Shard.Holds(c) {
+		if e.serves(c) {
 			out[c] = true
 		}
 	}

@@ -256,6 +256,11 @@ func (w *typeWorker) syncStatus(ctx context.Context, key string) (time.Duration,
 			if requeue, err := w.writeStatus(ctx, key, fed, v.outcomes, "", "", keep); err != nil || requeue > 0 || anyListed(v.outcomes) {
 				return requeue, err
 			}
+			if w.e.opts.Agent {
+				// Our copy is gone and our entry dropped: the control
+				// plane releases the object.
+				return 0, nil
+			}
 			if keep != nil && w.othersHold(ctx, fed, keep) {
 				return othersHoldRequeue, nil
 			}
@@ -282,15 +287,15 @@ const othersHoldRequeue = time.Second
 // hashing gives it. Nil, on a single active replica, is every entry.
 func (w *typeWorker) speaksFor(st *objectState) func(string) bool {
 	shard := w.e.opts.Shard
-	if shard == nil {
+	if shard == nil && !w.e.anyPulled() {
 		return nil
 	}
 	set := w.e.clusterSet()
 	return func(c string) bool {
 		if _, joined := set.Get(c); joined {
-			return st.held[c] && shard.Holds(c)
+			return st.held[c] && w.e.serves(c)
 		}
-		return shard.Assigned(c)
+		return shard == nil || shard.Assigned(c)
 	}
 }
 
@@ -299,18 +304,28 @@ func (w *typeWorker) speaksFor(st *objectState) func(string) bool {
 // status, or a live read finds a copy. The read is of members' copies, never
 // a write, so it needs no fence.
 func (w *typeWorker) othersHold(ctx context.Context, fed *unstructured.Unstructured, keep func(string) bool) bool {
+	set := w.e.clusterSet()
+	// A Pull-mode member whose agent is gone cannot drop its entry; after
+	// the deletion timeout its copy is left behind, as on any member that
+	// is not ready.
+	expired := time.Since(fed.GetDeletionTimestamp().Time) > w.e.opts.NotReadyClusterDeletionTimeout
 	entries, _, _ := unstructured.NestedSlice(fed.Object, "status", "clusters")
 	for _, e := range entries {
 		if m, ok := e.(map[string]any); ok {
-			if name, _ := m["name"].(string); !keep(name) {
-				return true
+			name, _ := m["name"].(string)
+			if keep(name) {
+				continue
 			}
+			if cl, joined := set.Get(name); joined && w.e.pulled(name) && !cl.Ready && expired {
+				continue
+			}
+			return true
 		}
 	}
-	set := w.e.clusterSet()
 	namespace, name := w.memberName(fed)
 	for _, c := range set.Names() {
-		if cl, _ := set.Get(c); keep(c) || !cl.Ready {
+		// A Pull-mode member's copy is its agent's to report: its entry.
+		if cl, _ := set.Get(c); keep(c) || !cl.Ready || w.e.pulled(c) {
 			continue
 		}
 		r, err := w.memberResource(c, namespace)

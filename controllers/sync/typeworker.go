@@ -194,9 +194,10 @@ func newTypeWorker(e *Engine, ftc *corev1beta1.FederatedTypeConfig) (*typeWorker
 			if ok2 {
 				w.statusSeen(n)
 			}
-			if ok1 && ok2 && w.e.opts.Shard != nil && !reflect.DeepEqual(o.Object["status"], n.Object["status"]) {
-				// Another replica wrote its members' entries: the
-				// Propagation condition adds up every member's.
+			if ok1 && ok2 && (w.e.opts.Shard != nil || w.e.anyPulled()) && !reflect.DeepEqual(o.Object["status"], n.Object["status"]) {
+				// Another replica, or a Pull-mode member's agent, wrote
+				// its members' entries: the Propagation condition adds
+				// up every member's.
 				w.statusQueue.Add(objectKey(n))
 			}
 			// Status writes, ours included, do not change what is desired;

@@ -85,6 +85,29 @@ func (r *Registry) build(cluster *fedv1b1.KubeFedCluster, secret *corev1.Secret,
 	}, nil
 }
 
+// SetLocal makes cfg the named cluster's clients, for the agent of a
+// Pull-mode member, which reaches its own cluster with the credentials it
+// runs with rather than a KubeFedCluster's Secret. The registry's rate
+// limits, timeout and user agent apply.
+func (r *Registry) SetLocal(name string, cfg *rest.Config) (*Clients, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst, cfg.Timeout = r.opts.QPS, r.opts.Burst, r.opts.Timeout
+	if r.opts.UserAgent != "" {
+		cfg.UserAgent = r.opts.UserAgent
+	}
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building the HTTP client of cluster %s: %w", name, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.removeLocked(name)
+	r.generation++
+	c := &Clients{name: name, config: cfg, httpClient: httpClient, generation: r.generation}
+	r.entries[name] = c
+	return c, nil
+}
+
 // Get returns the clients last built for the named cluster, if any.
 func (r *Registry) Get(name string) (*Clients, bool) {
 	r.mu.Lock()

@@ -152,36 +152,49 @@ func Run(ctx context.Context, o Options) error {
 				shared.dnsMembers = syncctl.NewMemberCaches(shared.registry, shared.readiness, namespace, ctrl.Log.WithName("dns-member-caches"))
 			}
 		}
-		runCtx, cancel := context.WithCancelCause(ctx)
-		mgr, err := newManager(cfg, scheme, o, settings)
-		if err != nil {
-			cancel(nil)
+		again, err := runManager(ctx, direct, o.KubeFedNamespace, kfc.Spec, func(runCtx context.Context) (manager.Manager, error) {
+			mgr, err := newManager(cfg, scheme, o, settings)
+			if err != nil {
+				return nil, err
+			}
+			return mgr, setupControllers(runCtx, cfg, mgr, o, kfc, settings, shared)
+		}, shared.stopTypes)
+		if !again {
 			return err
 		}
-		if err := setupControllers(runCtx, cfg, mgr, o, kfc, settings, shared); err != nil {
-			cancel(nil)
-			return err
-		}
-		go watchConfig(runCtx, cancel, direct, o.KubeFedNamespace, kfc.Spec)
-		err = mgr.Start(runCtx)
-		cause := context.Cause(runCtx)
-		cancel(nil)
-		shared.stopTypes()
-		if ctx.Err() != nil {
-			return nil
-		}
-		if errors.Is(cause, errConfigChanged) {
-			log.Info("KubeFedConfig changed; restarting the controllers with the new settings")
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("manager stopped: %w", err)
-		}
-		return nil
+		log.Info("KubeFedConfig changed; restarting the controllers with the new settings")
 	}
 }
 
 var errConfigChanged = errors.New("KubeFedConfig changed")
+
+// runManager builds a manager with build and runs it until ctx ends or the
+// KubeFedConfig's spec differs from started; cleanup runs after it stopped.
+// again says the configuration changed, and the caller starts over.
+func runManager(ctx context.Context, c client.Client, namespace string, started corev1beta1.KubeFedConfigSpec,
+	build func(context.Context) (manager.Manager, error), cleanup func()) (again bool, err error) {
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	mgr, err := build(runCtx)
+	if err != nil {
+		cleanup()
+		return false, err
+	}
+	go watchConfig(runCtx, cancel, c, namespace, started)
+	err = mgr.Start(runCtx)
+	cause := context.Cause(runCtx)
+	cancel(nil)
+	cleanup()
+	switch {
+	case ctx.Err() != nil:
+		return false, nil
+	case errors.Is(cause, errConfigChanged):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("manager stopped: %w", err)
+	}
+	return false, nil
+}
 
 // watchConfig cancels the run when the KubeFedConfig's spec changes.
 func watchConfig(ctx context.Context, cancel context.CancelCauseFunc, c client.Client, namespace string, started corev1beta1.KubeFedConfigSpec) {
@@ -207,7 +220,7 @@ func watchConfig(ctx context.Context, cancel context.CancelCauseFunc, c client.C
 
 func newManager(cfg *rest.Config, scheme *runtime.Scheme, o Options, s *kubefedconfig.Settings) (manager.Manager, error) {
 	inNamespace := cache.ByObject{Namespaces: map[string]cache.Config{o.KubeFedNamespace: {}}}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	return withProbes(ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme,
 		// The controllers are built anew when the KubeFedConfig changes;
 		// controller-runtime otherwise refuses a name it saw before.
@@ -233,17 +246,7 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, o Options, s *kubefedc
 			&corev1.Secret{}:                   inNamespace,
 			&dnsv1alpha1.Domain{}:              inNamespace,
 		}},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("create manager: %w", err)
-	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return nil, err
-	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return nil, err
-	}
-	return mgr, nil
+	}))
 }
 
 // defaultNamespaces limits every cached namespaced object to the KubeFed
@@ -319,22 +322,13 @@ func setupControllers(ctx context.Context, cfg *rest.Config, mgr manager.Manager
 			return err
 		}
 	}
-	engine, err := syncctl.NewEngine(ctx, syncctl.Options{
-		HostConfig:                     cfg,
-		Client:                         mgr.GetClient(),
-		Cache:                          mgr.GetCache(),
-		Namespace:                      o.KubeFedNamespace,
-		Scope:                          s.Scope,
-		Workers:                        s.SyncWorkers,
-		AdoptResources:                 s.AdoptResources,
-		NotReadyClusterDeletionTimeout: s.NotReadyClusterDeletionTimeout,
-		StatusCollection:               s.FeatureGates[corev1beta1.RawResourceStatusCollection],
-		Registry:                       shared.registry,
-		Readiness:                      shared.readiness,
-		Members:                        shared.members,
-		Shard:                          engineShard(shard),
-		Log:                            ctrl.Log.WithName("propagation"),
-	})
+	pulled, err := newPullMembers(ctx, mgr.GetCache(), o.KubeFedNamespace)
+	if err != nil {
+		return err
+	}
+	engineOpts := engineOptions(cfg, mgr, o.KubeFedNamespace, s, shared.registry, shared.readiness, shared.members)
+	engineOpts.Shard, engineOpts.Pulled = engineShard(shard), pulled
+	engine, err := syncctl.NewEngine(ctx, engineOpts)
 	if err != nil {
 		return fmt.Errorf("set up the propagation engine: %w", err)
 	}
@@ -395,6 +389,41 @@ func setupControllers(ctx context.Context, cfg *rest.Config, mgr manager.Manager
 		}
 	}
 	return nil
+}
+
+// engineOptions are the propagation engine's options of a manager, its
+// settings and its members, but for the shard.
+func engineOptions(cfg *rest.Config, mgr manager.Manager, namespace string, s *kubefedconfig.Settings,
+	registry *clusterclient.Registry, readiness *cluster.ReadinessTracker, members *syncctl.MemberCaches) syncctl.Options {
+	return syncctl.Options{
+		HostConfig:                     cfg,
+		Client:                         mgr.GetClient(),
+		Cache:                          mgr.GetCache(),
+		Namespace:                      namespace,
+		Scope:                          s.Scope,
+		Workers:                        s.SyncWorkers,
+		AdoptResources:                 s.AdoptResources,
+		NotReadyClusterDeletionTimeout: s.NotReadyClusterDeletionTimeout,
+		StatusCollection:               s.FeatureGates[corev1beta1.RawResourceStatusCollection],
+		Registry:                       registry,
+		Readiness:                      readiness,
+		Members:                        members,
+		Log:                            ctrl.Log.WithName("propagation"),
+	}
+}
+
+// withProbes adds the /healthz and /readyz pings to a new manager.
+func withProbes(mgr manager.Manager, err error) (manager.Manager, error) {
+	if err != nil {
+		return nil, fmt.Errorf("create manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	return mgr, nil
 }
 
 // engineShard is shard as the engine's option: nil, not a nil pointer in

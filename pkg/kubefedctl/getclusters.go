@@ -27,9 +27,10 @@ their health checks write into each KubeFedCluster:
   VERSION   the cluster's Kubernetes version
   NODES     ready/total nodes
   ZONES, REGION  from the topology labels of the cluster's nodes
+  MODE      (-o wide) Push, or Pull for a member whose agent propagates to it
   REPLICA   (-o wide) the controller-manager replica that propagates to the
             cluster: with --scale-out the holder of its fence Lease, else
-            the elected leader`
+            the elected leader; <agent> for a Pull-mode member`
 
 const getClustersExample = `  # All member clusters
   kubefedctl get clusters
@@ -172,7 +173,7 @@ func printClusterTable(out io.Writer, clusters []corev1beta1.KubeFedCluster, now
 	tw := tabwriter.NewWriter(out, 0, 8, 3, ' ', 0)
 	header := []string{"NAME", "READY", "VERSION", "NODES", "ZONES", "REGION", "AGE"}
 	if wide {
-		header = append(header, "API-ENDPOINT", "REPLICA", "REASON", "MESSAGE")
+		header = append(header, "API-ENDPOINT", "MODE", "REPLICA", "REASON", "MESSAGE")
 	}
 	fmt.Fprintln(tw, strings.Join(header, "\t"))
 	for i := range clusters {
@@ -196,7 +197,12 @@ func printClusterTable(out io.Writer, clusters []corev1beta1.KubeFedCluster, now
 			age(c.CreationTimestamp, now),
 		}
 		if wide {
-			row = append(row, c.Spec.APIEndpoint, serving(c.Name), orNone(reason), orNone(message))
+			mode, replica := string(corev1beta1.ClusterModePush), serving(c.Name)
+			if c.PullMode() {
+				// Its own agent propagates to it.
+				mode, replica = string(corev1beta1.ClusterModePull), "<agent>"
+			}
+			row = append(row, c.Spec.APIEndpoint, mode, replica, orNone(reason), orNone(message))
 		}
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}

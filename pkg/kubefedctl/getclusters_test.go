@@ -7,6 +7,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
 	"github.com/kubefed-io/kubefed/pkg/sharding"
@@ -76,7 +77,7 @@ func fenceLease(cluster, holder string) *coordinationv1.Lease {
 func TestGetClustersWideNamesTheLeaderWithoutScaleOut(t *testing.T) {
 	h := newStatusHost(t)
 	out, _, err := h.run(t, "", "get", "clusters", "member1", "-o", "wide")
-	if err != nil || !strings.Contains(out, "REPLICA") || !strings.Contains(out, "6443   <none>    ClusterReady") {
+	if err != nil || !strings.Contains(out, "REPLICA") || !strings.Contains(out, "6443   Push   <none>    ClusterReady") {
 		t.Fatalf("without a leader Lease: %v\n%s", err, out)
 	}
 	holder := "kubefed-controller-manager-5f7c-leader"
@@ -89,5 +90,22 @@ func TestGetClustersWideNamesTheLeaderWithoutScaleOut(t *testing.T) {
 	out, _, err = h.run(t, "", "get", "clusters", "-o", "wide")
 	if err != nil || strings.Count(out, holder) != 3 {
 		t.Fatalf("with a leader: %v\n%s", err, out)
+	}
+}
+
+// A Pull-mode member is shown as such, served by its agent.
+func TestGetClustersWideShowsPullMode(t *testing.T) {
+	h := newStatusHost(t)
+	kfc := &corev1beta1.KubeFedCluster{}
+	if err := h.fed.Get(context.Background(), client.ObjectKey{Namespace: testNamespace, Name: "member3"}, kfc); err != nil {
+		t.Fatal(err)
+	}
+	kfc.Spec.Mode, kfc.Spec.SecretRef.Name = corev1beta1.ClusterModePull, ""
+	if err := h.fed.Update(context.Background(), kfc); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := h.run(t, "", "get", "clusters", "member3", "-o", "wide")
+	if err != nil || !strings.Contains(out, "6443   Pull   <agent>") {
+		t.Fatalf("%v\n%s", err, out)
 	}
 }

@@ -77,6 +77,7 @@ type joinOptions struct {
 
 	secretName      string
 	scope           string
+	mode            string
 	errorOnExisting bool
 	dryRun          bool
 	tokenWait       time.Duration
@@ -105,6 +106,9 @@ func newJoinCommand(g *globalOptions, streams IOStreams) *cobra.Command {
 		"Name of the host Secret holding the member's credentials. Defaults to the one the KubeFedCluster already uses, else a name generated from CLUSTER_NAME.")
 	flags.StringVar(&o.scope, "scope", "",
 		"Access granted in the member: Cluster or Namespaced. Defaults to the scope of the host's KubeFedConfig, else Cluster.")
+	flags.StringVar(&o.mode, "mode", modePush,
+		"push: the control plane reaches the member with a token join creates there (KubeFed's way). pull: the member is behind NAT or a firewall; "+
+			"its agent (controller-manager agent) reaches the host with a token join creates on the host, and the host stores no credential for the member.")
 	flags.BoolVar(&o.errorOnExisting, "error-on-existing", true,
 		"Fail if the KubeFedCluster, or an object join did not create, already exists. If false, update existing objects to match.")
 	flags.DurationVar(&o.tokenWait, "token-wait", defaultTokenWait,
@@ -123,6 +127,14 @@ func (o *joinOptions) run(ctx context.Context, streams IOStreams) error {
 			return fmt.Errorf("invalid --secret-name %q: %s", o.secretName, strings.Join(errs, "; "))
 		}
 	}
+	switch o.mode {
+	case modePush, modePull:
+	default:
+		return fmt.Errorf("invalid --mode %q: must be %s or %s", o.mode, modePush, modePull)
+	}
+	if o.mode == modePull && o.secretName != "" {
+		return fmt.Errorf("--secret-name names the host Secret with a member's token, which a pull-mode member has none of")
+	}
 	t, err := o.resolve(o.g, streams)
 	if err != nil {
 		return err
@@ -131,6 +143,7 @@ func (o *joinOptions) run(ctx context.Context, streams IOStreams) error {
 		return t.memberErr
 	}
 	j := &joiner{
+		pull:      o.mode == modePull,
 		opts:      o,
 		reg:       t.reg,
 		host:      t.host,
@@ -161,6 +174,8 @@ type joiner struct {
 	reg  registration
 	host *cluster
 	mem  *cluster
+	// pull is --mode pull.
+	pull bool
 	// scopeFlag is --scope, "" when not given; scope is the one in effect.
 	scopeFlag corev1beta1.Scope
 	scope     corev1beta1.Scope
@@ -190,6 +205,10 @@ func (j *joiner) join(ctx context.Context) error {
 		return fmt.Errorf("join cluster %q: %w", j.reg.clusterName, err)
 	}
 	j.out.linef("Cluster %q joined (KubeFedCluster %s/%s)", j.reg.clusterName, j.reg.namespace, j.reg.clusterName)
+	if j.pull {
+		j.out.linef("Run its agent in %s: controller-manager agent --cluster-name %s --host-kubeconfig <key %s of Secret %s/%s in %s>",
+			j.mem.context, j.reg.clusterName, AgentHostKubeconfigKey, j.reg.namespace, AgentHostSecret, j.mem.context)
+	}
 	return nil
 }
 
@@ -210,36 +229,41 @@ func (j *joiner) plan(ctx context.Context) ([]*step, error) {
 	if j.scope, err = j.resolveScope(ctx); err != nil {
 		return nil, err
 	}
+	if j.pull {
+		return j.planPull(ctx)
+	}
 	if j.mem.insecure {
 		fmt.Fprintf(j.warn, "Warning: context %q skips TLS verification; KubeFedCluster %s gets disabledTLSValidations [\"*\"] likewise\n",
 			j.mem.context, j.reg.clusterName)
 	}
 
-	var steps []*step
-	var errs []error
-	add := func(s *step, err error) {
-		if err != nil {
-			errs = append(errs, err)
-		} else if s != nil {
-			steps = append(steps, s)
-		}
+	var plan stepList
+	add := plan.add
+	if err := j.planMemberAccess(ctx, &plan); err != nil {
+		return nil, err
 	}
+	add(j.planTokenSecret(ctx))
+	add(j.planHostSecret(ctx))
+	plan.steps = append(plan.steps, j.planKubeFedCluster())
+	add(j.planOldHostSecretDeletion(ctx))
+	if len(plan.errs) > 0 {
+		return nil, errors.Join(plan.errs...)
+	}
+	return plan.steps, nil
+}
+
+// planMemberAccess plans the member's KubeFed namespace, ServiceAccount
+// and RBAC, which push and pull joins both give the member.
+func (j *joiner) planMemberAccess(ctx context.Context, plan *stepList) error {
 	nsStep, err := j.planNamespace(ctx)
 	if err != nil {
 		// The first request to the member: without it nothing else can be planned.
-		return nil, err
+		return err
 	}
-	steps = append(steps, nsStep)
-	add(j.planServiceAccount(ctx))
-	j.planRBAC(ctx, add)
-	add(j.planTokenSecret(ctx))
-	add(j.planHostSecret(ctx))
-	steps = append(steps, j.planKubeFedCluster())
-	add(j.planOldHostSecretDeletion(ctx))
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return steps, nil
+	plan.steps = append(plan.steps, nsStep)
+	plan.add(j.planServiceAccount(ctx))
+	j.planRBAC(ctx, plan.add)
+	return nil
 }
 
 // checkHostNamespace makes sure the control plane's namespace exists; it is
@@ -701,6 +725,15 @@ func (j *joiner) credentials() map[string][]byte {
 // the cluster controller falls back to the Secret's ca.crt. A kubeconfig
 // that skips TLS verification or uses a proxy carries over, as in KubeFed.
 func (j *joiner) applySpec(spec *corev1beta1.KubeFedClusterSpec) {
+	if j.pull {
+		// The endpoint is for people to read; the host never uses it, and
+		// holds no credential for it.
+		spec.Mode = corev1beta1.ClusterModePull
+		spec.APIEndpoint = j.mem.server
+		spec.CABundle, spec.SecretRef, spec.DisabledTLSValidations, spec.ProxyURL = nil, corev1beta1.LocalSecretReference{}, nil, ""
+		return
+	}
+	spec.Mode = ""
 	spec.APIEndpoint = j.mem.server
 	spec.CABundle = j.mem.caData
 	spec.SecretRef.Name = j.hostSecretName

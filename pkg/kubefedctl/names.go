@@ -41,6 +41,9 @@ type registration struct {
 	hostClusterName string
 	// namespace is the KubeFed namespace, the same in host and member.
 	namespace string
+	// agent names the host-side account of a Pull-mode member's agent
+	// instead of the member-side account of the control plane.
+	agent bool
 }
 
 // newRegistration validates the names a registration derives from.
@@ -69,6 +72,9 @@ func newRegistration(clusterName, hostClusterName, namespace string) (registrati
 
 // serviceAccountName is the member ServiceAccount whose token the host uses.
 func (r registration) serviceAccountName() string {
+	if r.agent {
+		return "kubefed-agent-" + r.clusterName
+	}
 	return r.clusterName + "-" + r.hostClusterName
 }
 
@@ -81,6 +87,9 @@ func (r registration) tokenSecretName() string {
 // roleName names the ClusterRole (Cluster scope) or Role (Namespaced scope)
 // granting the control plane its access, and the binding of it.
 func (r registration) roleName() string {
+	if r.agent {
+		return "kubefed-agent:" + r.clusterName
+	}
 	return "kubefed-controller-manager:" + r.serviceAccountName()
 }
 

@@ -49,6 +49,22 @@ type step struct {
 	run func(ctx context.Context, s *step) error
 }
 
+// stepList collects the steps a command plans and the errors of planning:
+// every conflict is reported, not only the first.
+type stepList struct {
+	steps []*step
+	errs  []error
+}
+
+// add records a planned step (nil: nothing to do) or the error planning it.
+func (l *stepList) add(s *step, err error) {
+	if err != nil {
+		l.errs = append(l.errs, err)
+	} else if s != nil {
+		l.steps = append(l.steps, s)
+	}
+}
+
 // printer writes one kubectl-like line per object.
 type printer struct {
 	out    io.Writer

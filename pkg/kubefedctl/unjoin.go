@@ -195,15 +195,8 @@ func (u *unjoiner) planMember(ctx context.Context) ([]*step, error) {
 	}
 
 	rbac := m.kube.RbacV1()
-	var steps []*step
-	var errs []error
-	add := func(s *step, err error) {
-		if err != nil {
-			errs = append(errs, err)
-		} else if s != nil {
-			steps = append(steps, s)
-		}
-	}
+	var plan stepList
+	add := plan.add
 	for _, name := range []string{r.roleName(), r.healthCheckRoleName()} {
 		add(planDelete[*rbacv1.ClusterRoleBinding](ctx, m, rbac.ClusterRoleBindings(), clusterRoleBindingRef(name), nil))
 		add(planDelete[*rbacv1.ClusterRole](ctx, m, rbac.ClusterRoles(), clusterRoleRef(name), nil))
@@ -213,7 +206,7 @@ func (u *unjoiner) planMember(ctx context.Context) ([]*step, error) {
 		add(planDelete[*rbacv1.Role](ctx, m, rbac.Roles(r.namespace), roleRef(r), nil))
 		secrets, err := u.tokenSecrets(ctx)
 		if err != nil {
-			errs = append(errs, err)
+			plan.errs = append(plan.errs, err)
 		}
 		for _, secretName := range secrets {
 			add(planDelete[*corev1.Secret](ctx, m, m.kube.CoreV1().Secrets(r.namespace),
@@ -221,8 +214,12 @@ func (u *unjoiner) planMember(ctx context.Context) ([]*step, error) {
 		}
 		add(planDelete[*corev1.ServiceAccount](ctx, m, m.kube.CoreV1().ServiceAccounts(r.namespace),
 			objectRef{Kind: "ServiceAccount", Namespace: r.namespace, Name: r.serviceAccountName()}, nil))
+		// A Pull-mode member's agent's way to the host.
+		add(planDelete(ctx, m, m.kube.CoreV1().Secrets(r.namespace),
+			objectRef{Kind: "Secret", Namespace: r.namespace, Name: AgentHostSecret},
+			func(s *corev1.Secret) bool { return !r.createdForRegistration(s.Labels) }))
 	}
-	return steps, errors.Join(errs...)
+	return plan.steps, errors.Join(plan.errs...)
 }
 
 // tokenSecrets names the token Secrets of the registration's ServiceAccount:
@@ -322,7 +319,9 @@ func (u *unjoiner) planHost(ctx context.Context, kfc *corev1beta1.KubeFedCluster
 			}
 			return nil
 		}})
-		candidates = append(candidates, kfc.Spec.SecretRef.Name)
+		if kfc.Spec.SecretRef.Name != "" {
+			candidates = append(candidates, kfc.Spec.SecretRef.Name)
+		}
 
 		var all corev1beta1.KubeFedClusterList
 		if err := h.fed.List(ctx, &all, client.InNamespace(r.namespace)); err != nil {
@@ -334,6 +333,11 @@ func (u *unjoiner) planHost(ctx context.Context, kfc *corev1beta1.KubeFedCluster
 			}
 		}
 	}
+	agentSteps, err := u.planAgentAccount(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	steps = append(steps, agentSteps...)
 	selector := labels.SelectorFromSet(labels.Set{ManagedByLabel: ManagedByValue, JoinedClusterLabel: labelValue(r.clusterName)})
 	leftovers, err := h.kube.CoreV1().Secrets(r.namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
 	if err != nil {
@@ -366,4 +370,23 @@ func (u *unjoiner) planHost(ctx context.Context, kfc *corev1beta1.KubeFedCluster
 		}
 	}
 	return steps, notes, nil
+}
+
+// planAgentAccount plans the removal of a Pull-mode member's agent's host
+// account (binding first, so it loses its access at once), its token and
+// its heartbeat Lease; nothing is planned for a push member.
+func (u *unjoiner) planAgentAccount(ctx context.Context) ([]*step, error) {
+	r, h := u.reg.agentRegistration(), u.host
+	notOurs := func(o metav1.Object) bool { return !r.createdForRegistration(o.GetLabels()) }
+	rbac := h.kube.RbacV1()
+	var plan stepList
+	add := plan.add
+	add(planDelete(ctx, h, rbac.ClusterRoleBindings(), clusterRoleBindingRef(r.roleName()), func(o *rbacv1.ClusterRoleBinding) bool { return notOurs(o) }))
+	add(planDelete(ctx, h, rbac.ClusterRoles(), clusterRoleRef(r.roleName()), func(o *rbacv1.ClusterRole) bool { return notOurs(o) }))
+	add(planDelete(ctx, h, h.kube.CoreV1().Secrets(r.namespace), tokenSecretRef(r), func(o *corev1.Secret) bool { return notOurs(o) }))
+	add(planDelete(ctx, h, h.kube.CoreV1().ServiceAccounts(r.namespace),
+		objectRef{Kind: "ServiceAccount", Namespace: r.namespace, Name: r.serviceAccountName()}, func(o *corev1.ServiceAccount) bool { return notOurs(o) }))
+	add(planDelete(ctx, h, h.kube.CoordinationV1().Leases(r.namespace),
+		objectRef{Kind: "Lease", Namespace: r.namespace, Name: corev1beta1.AgentLeaseName(r.clusterName)}, nil))
+	return plan.steps, errors.Join(plan.errs...)
 }

@@ -62,6 +62,19 @@ func override(cluster string, ops ...map[string]any) map[string]any {
 }
 
 // memberObject reads an object from a cluster, nil when it does not exist.
+// setTemplateImage changes the first container's image in a
+// FederatedDeployment's template.
+func setTemplateImage(ctx context.Context, namespace, name, image string) {
+	GinkgoHelper()
+	Eventually(func() error {
+		f := fedGet(ctx, "Deployment", namespace, name)
+		containers, _, _ := unstructured.NestedSlice(f.Object, "spec", "template", "spec", "template", "spec", "containers")
+		containers[0].(map[string]any)["image"] = image
+		Expect(unstructured.SetNestedSlice(f.Object, containers, "spec", "template", "spec", "template", "spec", "containers")).To(Succeed())
+		return fw.Host.Client.Update(ctx, f)
+	}).Should(Succeed())
+}
+
 func memberObject(ctx context.Context, c *framework.Cluster, apiVersion, kind, namespace, name string) *unstructured.Unstructured {
 	GinkgoHelper()
 	u := &unstructured.Unstructured{}
@@ -316,13 +329,7 @@ var _ = Describe("Propagation", Ordered, func() {
 	})
 
 	It("updates members on a template change and removes copies from clusters taken out of placement", func(ctx context.Context) {
-		Eventually(func() error {
-			f := fedGet(ctx, "Deployment", propNS, "nginx")
-			containers, _, _ := unstructured.NestedSlice(f.Object, "spec", "template", "spec", "template", "spec", "containers")
-			containers[0].(map[string]any)["image"] = "nginx:1.28"
-			Expect(unstructured.SetNestedSlice(f.Object, containers, "spec", "template", "spec", "template", "spec", "containers")).To(Succeed())
-			return fw.Host.Client.Update(ctx, f)
-		}).Should(Succeed())
+		setTemplateImage(ctx, propNS, "nginx", "nginx:1.28")
 		image := func(c *framework.Cluster) func() string {
 			return func() string {
 				d := memberObject(ctx, c, "apps/v1", "Deployment", propNS, "nginx")

@@ -18,8 +18,27 @@ const (
 	TLSValidityPeriod TLSValidation = "ValidityPeriod"
 )
 
+// ClusterMode says which side of the federation connects to the other.
+// +kubebuilder:validation:Enum=Push;Pull
+type ClusterMode string
+
+const (
+	// ClusterModePush is KubeFed's: the control plane reaches the member
+	// with the token of spec.secretRef and writes to it.
+	ClusterModePush ClusterMode = "Push"
+	// ClusterModePull: an agent in the member (`controller-manager agent`)
+	// reaches the host, outbound only, and propagates to its own cluster;
+	// the host holds no credential for the member and never connects to it.
+	ClusterModePull ClusterMode = "Pull"
+)
+
 // KubeFedClusterSpec says how to reach a member cluster.
+// +kubebuilder:validation:XValidation:rule="(has(self.mode) && self.mode == 'Pull') || (has(self.secretRef) && size(self.secretRef.name) > 0)",message="secretRef.name is required: the Secret with the member's token (only a Pull-mode cluster has none)",fieldPath=".secretRef.name",reason=FieldValueRequired
 type KubeFedClusterSpec struct {
+	// Mode is Push (the default, KubeFed's) or Pull, for a member behind NAT
+	// or a firewall whose agent connects to the host. Not in KubeFed.
+	// +optional
+	Mode ClusterMode `json:"mode,omitempty"`
 	// APIEndpoint is the member's kube-apiserver: a host, host:port, or https:// URL.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
@@ -33,7 +52,9 @@ type KubeFedClusterSpec struct {
 	CABundle []byte `json:"caBundle,omitempty"`
 
 	// SecretRef names a Secret in the KubeFed namespace whose `token` key
-	// authenticates the control plane to the member.
+	// authenticates the control plane to the member; required but in Pull
+	// mode, where apiEndpoint is only informational.
+	// +optional
 	SecretRef LocalSecretReference `json:"secretRef"`
 
 	// DisabledTLSValidations lists TLS checks to skip; `*` (alone) skips all.
@@ -50,10 +71,9 @@ type KubeFedClusterSpec struct {
 
 // LocalSecretReference names a Secret in the KubeFed namespace.
 type LocalSecretReference struct {
-	// Name of the Secret.
-	// +kubebuilder:validation:MinLength=1
+	// Name of the Secret; empty only for a Pull-mode cluster.
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?$`
 	Name string `json:"name"`
 }
 
@@ -201,3 +221,10 @@ func (c *KubeFedCluster) IsReady() bool {
 	cond := c.ReadyCondition()
 	return cond != nil && cond.Status == corev1.ConditionTrue
 }
+
+// PullMode reports whether an agent in the member propagates to it.
+func (c *KubeFedCluster) PullMode() bool { return c.Spec.Mode == ClusterModePull }
+
+// AgentLeaseName is the Lease in the KubeFed namespace whose renewals are
+// the heartbeat of a Pull-mode member's agent.
+func AgentLeaseName(cluster string) string { return "kubefed-agent-" + cluster }

@@ -1,0 +1,50 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+
+	fedv1b1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
+)
+
+// AgentHealthAnnotation on an agent's heartbeat Lease is what the agent's
+// own probe of its member's /readyz answered: "ok", or what went wrong.
+const AgentHealthAnnotation = "kubefed.io/agent-health"
+
+// observeAgent judges a Pull-mode member by its agent's heartbeat: the
+// Lease kubefed-agent-<cluster> in the KubeFed namespace, which the agent
+// renews every Period while it reaches the host. The host never connects
+// to the member. A Lease renewed within Period+Timeout is the agent's
+// answer, healthy when its own probe said ok; an older or missing one is
+// the member out of reach, with the same conditions as a push member that
+// does not answer.
+func (w *worker) observeAgent(ctx context.Context, cluster *fedv1b1.KubeFedCluster) (observation, error) {
+	r := w.r
+	var lease coordinationv1.Lease
+	key := types.NamespacedName{Namespace: cluster.Namespace, Name: fedv1b1.AgentLeaseName(cluster.Name)}
+	if err := r.apiReader.Get(ctx, key, &lease); err != nil {
+		if apierrors.IsNotFound(err) {
+			return observation{health: HealthOffline, message: fmt.Sprintf("%s: no heartbeat from its agent yet (Lease %s); is `controller-manager agent` running in the member?", msgNotReachable, key.Name)}, nil
+		}
+		return observation{}, fmt.Errorf("reading the agent's Lease %s: %w", key, err)
+	}
+	if lease.Spec.RenewTime == nil {
+		return observation{health: HealthOffline, message: fmt.Sprintf("%s: its agent's Lease %s was never renewed", msgNotReachable, key.Name)}, nil
+	}
+	renewed := lease.Spec.RenewTime.Time
+	if age := r.now().Sub(renewed); age > r.opts.Period+r.opts.Timeout {
+		return observation{health: HealthOffline, message: fmt.Sprintf("%s: its agent last renewed Lease %s at %s, %s ago",
+			msgNotReachable, key.Name, renewed.UTC().Format(time.RFC3339), age.Round(time.Second))}, nil
+	}
+	switch health := lease.Annotations[AgentHealthAnnotation]; health {
+	case "ok", "":
+		return observation{health: HealthReady}, nil
+	default:
+		return observation{health: HealthNotReady, message: "the agent reports: " + health}, nil
+	}
+}

@@ -1,0 +1,84 @@
+package cluster
+
+import (
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fedv1b1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
+)
+
+// A Pull-mode member is judged by its agent's heartbeat Lease, never by
+// connecting to it: no Lease is Offline, a fresh one Ready (or NotReady
+// with what the agent's own probe said), a stale one Offline again.
+func TestPullModeMemberHealthFromTheAgentsHeartbeat(t *testing.T) {
+	kfc := &fedv1b1.KubeFedCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "edge", Namespace: ns},
+		// An endpoint nobody answers and no Secret: only the Lease counts.
+		Spec: fedv1b1.KubeFedClusterSpec{Mode: fedv1b1.ClusterModePull, APIEndpoint: "https://192.0.2.1:6443"},
+	}
+	h := newHarness(t, Options{Period: 50 * time.Millisecond, Timeout: 50 * time.Millisecond, ProbeTimeWriteInterval: 50 * time.Millisecond,
+		FailureThreshold: 1, SuccessThreshold: 1}, kfc)
+	h.reconcile("edge")
+	eventually(t, 5*time.Second, "edge Offline without a heartbeat", func() bool {
+		return h.condition("edge", fedv1b1.ClusterOffline) == "True/ClusterNotReachable"
+	})
+	if msg := h.message("edge", fedv1b1.ClusterReady); msg == "" {
+		t.Error("no message on Ready")
+	}
+
+	renew := func(health string) {
+		t.Helper()
+		now := metav1.NewMicroTime(time.Now())
+		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: fedv1b1.AgentLeaseName("edge"), Namespace: ns,
+			Annotations: map[string]string{AgentHealthAnnotation: health}}, Spec: coordinationv1.LeaseSpec{RenewTime: &now}}
+		existing := &coordinationv1.Lease{}
+		if err := h.client.Get(h.ctx, client.ObjectKeyFromObject(lease), existing); err == nil {
+			existing.Annotations, existing.Spec.RenewTime = lease.Annotations, lease.Spec.RenewTime
+			if err := h.client.Update(h.ctx, existing); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		if err := h.client.Create(h.ctx, lease); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop := make(chan struct{})
+	beating := make(chan struct{})
+	go func() {
+		defer close(beating)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+				renew("ok")
+			}
+		}
+	}()
+	eventually(t, 5*time.Second, "edge Ready on its agent's heartbeat", func() bool {
+		return h.condition("edge", fedv1b1.ClusterReady) == "True/ClusterReady"
+	})
+	if !h.r.IsReady("edge") {
+		t.Error("the readiness tracker does not say edge is ready")
+	}
+	if _, ok := h.r.Registry.Get("edge"); ok {
+		t.Error("clients were built for a Pull-mode member")
+	}
+	close(stop)
+	<-beating
+
+	renew("/readyz answered 500: etcd failed")
+	eventually(t, 5*time.Second, "edge NotReady with the agent's message", func() bool {
+		return h.condition("edge", fedv1b1.ClusterReady) == "False/ClusterNotReady" &&
+			h.message("edge", fedv1b1.ClusterReady) == "the agent reports: /readyz answered 500: etcd failed"
+	})
+	// No more heartbeats: stale after period + timeout.
+	eventually(t, 5*time.Second, "edge Offline once the heartbeat is stale", func() bool {
+		return h.condition("edge", fedv1b1.ClusterOffline) == "True/ClusterNotReachable"
+	})
+}

@@ -1,0 +1,355 @@
+package controllermanager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
+	"github.com/kubefed-io/kubefed/controllers/cluster"
+	syncctl "github.com/kubefed-io/kubefed/controllers/sync"
+	"github.com/kubefed-io/kubefed/controllers/typeconfig"
+	"github.com/kubefed-io/kubefed/pkg/clusterclient"
+	"github.com/kubefed-io/kubefed/pkg/kubefedconfig"
+	"github.com/kubefed-io/kubefed/pkg/version"
+)
+
+// AgentOptions are the settings of `controller-manager agent`, which runs
+// in a Pull-mode member: it reaches the host outbound only, with a token
+// that reads federated objects and writes their status, and propagates to
+// its own cluster exactly as the control plane does to a push member.
+type AgentOptions struct {
+	// ClusterName is this member's KubeFedCluster.
+	ClusterName string
+	// HostKubeconfig reaches the host cluster; HostContext picks a context.
+	HostKubeconfig string
+	HostContext    string
+	// Kubeconfig and Context reach this member; in-cluster when empty.
+	Kubeconfig string
+	Context    string
+	// KubeFedNamespace is the control plane's namespace on the host.
+	KubeFedNamespace string
+	// MetricsAddr and HealthAddr serve metrics and probes; "0" disables.
+	MetricsAddr string
+	HealthAddr  string
+	// Identity names this agent in its heartbeat Lease.
+	Identity string
+}
+
+// DefaultAgentOptions are the agent's flag defaults.
+func DefaultAgentOptions() AgentOptions {
+	return AgentOptions{KubeFedNamespace: corev1beta1.DefaultKubeFedNamespace, MetricsAddr: ":8080", HealthAddr: ":8081"}
+}
+
+// AddFlags registers the options as flags.
+func (o *AgentOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.ClusterName, "cluster-name", o.ClusterName, "Name of this member's KubeFedCluster on the host (required).")
+	fs.StringVar(&o.HostKubeconfig, "host-kubeconfig", o.HostKubeconfig, "Kubeconfig that reaches the host cluster with the agent's token (required; kubefedctl join --mode pull writes it into the Secret kubefed-agent-host).")
+	fs.StringVar(&o.HostContext, "host-context", o.HostContext, "Context of --host-kubeconfig; its current context when empty.")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Kubeconfig of this member; in-cluster configuration when empty.")
+	fs.StringVar(&o.Context, "context", o.Context, "Context of --kubeconfig; its current context when empty.")
+	fs.StringVar(&o.KubeFedNamespace, "kubefed-namespace", o.KubeFedNamespace, "Namespace of the KubeFed control plane on the host.")
+	fs.StringVar(&o.MetricsAddr, "metrics-addr", o.MetricsAddr, "Address the Prometheus metrics endpoint binds to; 0 disables it.")
+	fs.StringVar(&o.HealthAddr, "health-addr", o.HealthAddr, "Address the /healthz and /readyz endpoints bind to; 0 disables them.")
+	fs.StringVar(&o.Identity, "identity", o.Identity, "Holder identity in the heartbeat Lease, such as the Pod's name; the host name when empty.")
+}
+
+// Validate reports options that cannot work.
+func (o AgentOptions) Validate() error {
+	var errs []error
+	if errs1 := validation.IsDNS1123Subdomain(o.ClusterName); o.ClusterName == "" || len(errs1) > 0 {
+		errs = append(errs, fmt.Errorf("--cluster-name must name this member's KubeFedCluster, a DNS subdomain; got %q", o.ClusterName))
+	}
+	if o.HostKubeconfig == "" {
+		errs = append(errs, errors.New("--host-kubeconfig is required: the agent reaches the host, never the reverse"))
+	}
+	return errors.Join(errs...)
+}
+
+// agentConfig loads a kubeconfig, or the in-cluster configuration when
+// path and context are both empty and inCluster is allowed.
+func agentConfig(path, context string, inCluster bool) (*rest.Config, error) {
+	if path == "" && context == "" && inCluster {
+		return rest.InClusterConfig()
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = path
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: context}).ClientConfig()
+}
+
+// RunAgent propagates to this member until ctx ends, starting again with
+// new settings when the host's KubeFedConfig changes.
+func RunAgent(ctx context.Context, o AgentOptions) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	log := ctrl.Log.WithName("agent")
+	hostCfg, err := agentConfig(o.HostKubeconfig, o.HostContext, false)
+	if err != nil {
+		return fmt.Errorf("load the host kubeconfig: %w", err)
+	}
+	memberCfg, err := agentConfig(o.Kubeconfig, o.Context, true)
+	if err != nil {
+		return fmt.Errorf("load this member's configuration: %w", err)
+	}
+	hostCfg.UserAgent = "kubefed-agent/" + version.Version
+	hostCfg.QPS, hostCfg.Burst = 100, 200
+	if o.Identity == "" {
+		o.Identity, _ = os.Hostname()
+	}
+	scheme, err := NewScheme()
+	if err != nil {
+		return err
+	}
+	direct, err := client.New(hostCfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("host cluster client: %w", err)
+	}
+	hostKube, err := kubernetes.NewForConfig(hostCfg)
+	if err != nil {
+		return fmt.Errorf("host cluster client: %w", err)
+	}
+	log.Info("starting", "version", version.Get().String(), "cluster", o.ClusterName, "kubefedNamespace", o.KubeFedNamespace)
+
+	registry := clusterclient.NewRegistry(clusterclient.ConfigOptions{})
+	clients, err := registry.SetLocal(o.ClusterName, memberCfg)
+	if err != nil {
+		return err
+	}
+	readiness := cluster.NewReadinessTracker(o.KubeFedNamespace)
+	var members *syncctl.MemberCaches
+	defer func() {
+		if members != nil {
+			members.Stop()
+		}
+	}()
+	for {
+		kfc, settings, err := readConfig(ctx, direct, o.KubeFedNamespace)
+		if err != nil {
+			return err
+		}
+		if members == nil {
+			namespace := ""
+			if settings.Scope == corev1beta1.NamespaceScoped {
+				namespace = o.KubeFedNamespace
+			}
+			members = syncctl.NewMemberCaches(registry, readiness, namespace, ctrl.Log.WithName("member-caches"))
+		}
+		var engine *syncctl.Engine
+		again, err := runManager(ctx, direct, o.KubeFedNamespace, kfc.Spec, func(runCtx context.Context) (manager.Manager, error) {
+			mgr, err := newAgentManager(hostCfg, scheme, o, settings)
+			if err != nil {
+				return nil, err
+			}
+			hb := &heartbeat{kube: hostKube, member: clients, readiness: readiness, o: o, period: settings.HealthCheckPeriod, timeout: settings.HealthCheckTimeout}
+			if err := mgr.Add(hb); err != nil {
+				return nil, err
+			}
+			engine, err = setupAgent(runCtx, hostCfg, mgr, o, settings, registry, readiness, members)
+			return mgr, err
+		}, func() {
+			if engine != nil {
+				engine.Stop()
+			}
+		})
+		if !again {
+			return err
+		}
+		log.Info("KubeFedConfig changed; restarting with the new settings")
+	}
+}
+
+// readConfig reads the host's KubeFedConfig, which the control plane
+// creates; the agent may not, and waits for it.
+func readConfig(ctx context.Context, c client.Client, namespace string) (*corev1beta1.KubeFedConfig, *kubefedconfig.Settings, error) {
+	key := client.ObjectKey{Namespace: namespace, Name: corev1beta1.KubeFedConfigName}
+	for {
+		cfg := &corev1beta1.KubeFedConfig{}
+		err := c.Get(ctx, key, cfg)
+		if err == nil {
+			settings, err := kubefedconfig.Resolve(cfg.Spec)
+			if err != nil {
+				return nil, nil, fmt.Errorf("KubeFedConfig %s: %w", key, err)
+			}
+			return cfg, settings, nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return nil, nil, fmt.Errorf("read KubeFedConfig %s: %w", key, err)
+		}
+		ctrl.Log.WithName("agent").Info("Waiting for the control plane to create its KubeFedConfig", "kubeFedConfig", key.String())
+		select {
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		case <-time.After(5 * time.Second):
+		}
+	}
+}
+
+func newAgentManager(cfg *rest.Config, scheme *runtime.Scheme, o AgentOptions, s *kubefedconfig.Settings) (manager.Manager, error) {
+	inNamespace := cache.ByObject{Namespaces: map[string]cache.Config{o.KubeFedNamespace: {}}}
+	return withProbes(ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		Metrics:                metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress: o.HealthAddr,
+		// One agent per member; its writes are its cluster's alone.
+		LeaderElection: false,
+		Cache: cache.Options{DefaultNamespaces: defaultNamespaces(Options{KubeFedNamespace: o.KubeFedNamespace}, s), ByObject: map[client.Object]cache.ByObject{
+			// Only its own KubeFedCluster: the agent's token may not read
+			// the others.
+			&corev1beta1.KubeFedCluster{}: {
+				Namespaces: map[string]cache.Config{o.KubeFedNamespace: {}},
+				Field:      fields.OneTermEqualSelector("metadata.name", o.ClusterName),
+			},
+			&corev1beta1.FederatedTypeConfig{}: inNamespace,
+			&corev1beta1.KubeFedConfig{}:       inNamespace,
+		}},
+	}))
+}
+
+// setupAgent registers the agent's type and propagation machinery: the
+// control plane's own, with a shard of this member alone.
+func setupAgent(ctx context.Context, cfg *rest.Config, mgr manager.Manager, o AgentOptions, s *kubefedconfig.Settings,
+	registry *clusterclient.Registry, readiness *cluster.ReadinessTracker, members *syncctl.MemberCaches) (*syncctl.Engine, error) {
+	opts := engineOptions(cfg, mgr, o.KubeFedNamespace, s, registry, readiness, members)
+	opts.Shard, opts.Agent = agentShard(o.ClusterName), true
+	engine, err := syncctl.NewEngine(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("set up the propagation engine: %w", err)
+	}
+	types := &typeconfig.Reconciler{
+		Runner:           engine,
+		Namespace:        o.KubeFedNamespace,
+		PushReconciler:   s.FeatureGates[corev1beta1.PushReconciler],
+		StatusCollection: s.FeatureGates[corev1beta1.RawResourceStatusCollection],
+		// The type configs' status and finalizers are the control plane's.
+		Leader: func() bool { return false },
+	}
+	if err := types.SetupWithManager(mgr); err != nil {
+		engine.Stop()
+		return nil, fmt.Errorf("set up the FederatedTypeConfig controller: %w", err)
+	}
+	return engine, nil
+}
+
+// agentShard is an agent's share of the members: its own cluster, written
+// to without a fence (no one else writes to it), and nothing else: cluster
+// names that are not joined, and finalizers, are the control plane's.
+type agentShard string
+
+func (a agentShard) WriteDeadline(c string) (time.Time, bool) {
+	if c != string(a) {
+		return time.Time{}, false
+	}
+	return time.Now().Add(24 * time.Hour), true
+}
+
+func (a agentShard) Holds(c string) bool { return c == string(a) }
+
+func (agentShard) Assigned(string) bool { return false }
+
+// heartbeat probes this member's /readyz every period and renews the
+// Lease kubefed-agent-<cluster> on the host with the answer: the host's
+// cluster controller reads a member's health from it, and the agent
+// propagates only while its own cluster is ready.
+type heartbeat struct {
+	kube      kubernetes.Interface
+	member    *clusterclient.Clients
+	readiness *cluster.ReadinessTracker
+	o         AgentOptions
+	period    time.Duration
+	timeout   time.Duration
+}
+
+// Start implements manager.Runnable.
+func (h *heartbeat) Start(ctx context.Context) error {
+	log := ctrl.Log.WithName("heartbeat")
+	ticker := time.NewTicker(h.period)
+	defer ticker.Stop()
+	for {
+		health := h.probe(ctx)
+		h.readiness.Set(h.o.ClusterName, health == "ok")
+		if err := h.renew(ctx, health); err != nil && ctx.Err() == nil {
+			log.Error(err, "Renewing the heartbeat Lease on the host")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		}
+	}
+}
+
+// probe asks this member's /readyz; "ok" or what went wrong.
+func (h *heartbeat) probe(ctx context.Context) string {
+	ctx, cancel := context.WithTimeout(ctx, h.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(h.member.Host(), "/")+"/readyz", nil)
+	if err != nil {
+		return err.Error()
+	}
+	resp, err := h.member.HTTPClient().Do(req)
+	if err != nil {
+		return "cluster is not reachable: " + err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
+	if resp.StatusCode == http.StatusOK && strings.TrimSpace(string(body)) == "ok" {
+		return "ok"
+	}
+	return fmt.Sprintf("/readyz answered %d: %s", resp.StatusCode, strings.TrimSpace(string(body)))
+}
+
+// renew creates or renews the heartbeat Lease.
+func (h *heartbeat) renew(ctx context.Context, health string) error {
+	ctx, cancel := context.WithTimeout(ctx, h.period)
+	defer cancel()
+	leases := h.kube.CoordinationV1().Leases(h.o.KubeFedNamespace)
+	name := corev1beta1.AgentLeaseName(h.o.ClusterName)
+	now := metav1.NewMicroTime(time.Now())
+	seconds := int32(max(1, (h.period + h.timeout).Seconds()))
+	lease, err := leases.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		lease = &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.o.KubeFedNamespace,
+				Labels:      map[string]string{"kubefed.io/agent-of": h.o.ClusterName},
+				Annotations: map[string]string{cluster.AgentHealthAnnotation: health}},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: &h.o.Identity, LeaseDurationSeconds: &seconds, AcquireTime: &now, RenewTime: &now},
+		}
+		_, err = leases.Create(ctx, lease, metav1.CreateOptions{})
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	if lease.Annotations == nil {
+		lease.Annotations = map[string]string{}
+	}
+	lease.Annotations[cluster.AgentHealthAnnotation] = health
+	lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds, lease.Spec.RenewTime = &h.o.Identity, &seconds, &now
+	_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
+	return err
+}

@@ -1,0 +1,30 @@
+package kubefedctl
+
+import (
+	"slices"
+	"testing"
+)
+
+// The agent's host role reads federated objects and its own cluster only:
+// no rule reaches Secrets or another KubeFedCluster, and none writes a
+// federated object itself (only its status).
+func TestAgentRoleGrantsNoSecretAndNoOtherCluster(t *testing.T) {
+	r := registration{clusterName: "edge", hostClusterName: "host", namespace: "kube-federation-system"}.agentRegistration()
+	role := agentClusterRole(r, []string{"types.kubefed.io", "fed.example.com"})
+	if r.serviceAccountName() != "kubefed-agent-edge" || role.Name != "kubefed-agent:edge" {
+		t.Errorf("names %s, %s", r.serviceAccountName(), role.Name)
+	}
+	for _, rule := range role.Rules {
+		for _, g := range rule.APIGroups {
+			if g == "" && slices.ContainsFunc(rule.Resources, func(res string) bool { return res == "secrets" || res == "*" }) {
+				t.Errorf("rule %+v reaches Secrets", rule)
+			}
+			if g == "core.kubefed.io" && slices.Contains(rule.Resources, "kubefedclusters") && !slices.Equal(rule.ResourceNames, []string{"edge"}) {
+				t.Errorf("rule %+v reaches other clusters", rule)
+			}
+			if slices.Contains(rule.Resources, "*") && slices.ContainsFunc(rule.Verbs, func(v string) bool { return v != "get" && v != "list" && v != "watch" }) {
+				t.Errorf("rule %+v writes federated objects", rule)
+			}
+		}
+	}
+}

@@ -1,0 +1,194 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
+	"github.com/kubefed-io/kubefed/pkg/kubefedctl"
+	"github.com/kubefed-io/kubefed/test/framework"
+)
+
+const pullNS = "e2e-pull"
+
+// member2 joins in Pull mode: its agent (controller-manager agent, a local
+// process here as it would be a Deployment in the member) reaches the host
+// with the token join made there; the host holds no credential for member2
+// and its KubeFedCluster names an endpoint nobody can reach.
+var _ = Describe("Pull mode", Ordered, func() {
+	var (
+		cm        *framework.ControllerManager
+		agent     *exec.Cmd
+		agentDone chan struct{}
+		hostKC    string
+		member2   *framework.Cluster
+	)
+	startAgent := func() {
+		GinkgoHelper()
+		agent = exec.Command(fw.Bin("controller-manager"), "agent", "--cluster-name", member2.Name,
+			"--host-kubeconfig", hostKC, "--kubeconfig", fw.Kubeconfig, "--context", member2.Name,
+			"--metrics-addr", "0", "--health-addr", "0", "--identity", "e2e-agent")
+		logFile, err := os.OpenFile(filepath.Join(GinkgoT().TempDir(), "agent.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		Expect(err).NotTo(HaveOccurred())
+		agent.Stdout, agent.Stderr = logFile, logFile
+		Expect(agent.Start()).To(Succeed())
+		done := make(chan struct{})
+		agentDone = done
+		go func() { _ = agent.Wait(); close(done) }()
+	}
+	stopAgent := func(sig syscall.Signal) {
+		if agent == nil || agent.Process == nil {
+			return
+		}
+		_ = agent.Process.Signal(sig)
+		<-agentDone
+		agent = nil
+	}
+	kfcCondition := func(ctx context.Context) string { return conditionState(ctx, member2.Name, corev1beta1.ClusterReady) }
+
+	BeforeAll(func(ctx context.Context) {
+		member2 = fw.Members[1]
+		awaitMemberNamespacesGone(pullNS)
+		// After startFederation's cleanups, which delete the federated
+		// objects: member2's copies are its agent's to delete.
+		wasJoined := fw.Host.Client.Get(ctx, client.ObjectKey{Namespace: kubefedNS, Name: member2.Name}, &corev1beta1.KubeFedCluster{}) == nil
+		DeferCleanup(func(ctx context.Context) {
+			stopAgent(syscall.SIGTERM)
+			if wasJoined {
+				// As the specs before left it: joined in push mode.
+				_, errOut, err := fw.Kubefedctl(ctx, "join", member2.Name, "--cluster-context", member2.Name, "--host-cluster-context", fw.Host.Name, "--error-on-existing=false")
+				Expect(err).NotTo(HaveOccurred(), errOut)
+			}
+		})
+		startFederation(ctx, fastProbeConfig(), pullNS, &cm)
+		// member2 again, in Pull mode.
+		_, errOut, err := fw.Kubefedctl(ctx, "unjoin", member2.Name, "--cluster-context", member2.Name, "--host-cluster-context", fw.Host.Name)
+		Expect(err).NotTo(HaveOccurred(), errOut)
+		out, errOut, err := fw.Kubefedctl(ctx, "join", member2.Name, "--mode", "pull", "--cluster-context", member2.Name, "--host-cluster-context", fw.Host.Name)
+		Expect(err).NotTo(HaveOccurred(), errOut)
+		Expect(out).To(ContainSubstring("controller-manager agent --cluster-name " + member2.Name))
+
+		kfc := &corev1beta1.KubeFedCluster{}
+		Expect(fw.Host.Client.Get(ctx, client.ObjectKey{Namespace: kubefedNS, Name: member2.Name}, kfc)).To(Succeed())
+		Expect(kfc.Spec.Mode).To(Equal(corev1beta1.ClusterModePull))
+		Expect(kfc.Spec.SecretRef.Name).To(BeEmpty())
+		// Nobody can reach this endpoint (TEST-NET-1); the host never tries.
+		Eventually(func() error {
+			if err := fw.Host.Client.Get(ctx, client.ObjectKey{Namespace: kubefedNS, Name: member2.Name}, kfc); err != nil {
+				return err
+			}
+			kfc.Spec.APIEndpoint = "https://192.0.2.1:6443"
+			return fw.Host.Client.Update(ctx, kfc)
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		// No Secret on the host carries a credential of member2.
+		secrets := &corev1.SecretList{}
+		Expect(fw.Host.Client.List(ctx, secrets, client.InNamespace(kubefedNS), client.MatchingLabels{kubefedctl.JoinedClusterLabel: member2.Name})).To(Succeed())
+		for _, s := range secrets.Items {
+			Expect(s.Name).To(Equal("kubefed-agent-"+member2.Name+"-token"), "a host Secret for member2 that is not its agent's own token")
+		}
+
+		// The agent's host kubeconfig, as the member holds it.
+		secret := &corev1.Secret{}
+		Expect(member2.Client.Get(ctx, client.ObjectKey{Namespace: kubefedNS, Name: kubefedctl.AgentHostSecret}, secret)).To(Succeed())
+		hostKC = filepath.Join(GinkgoT().TempDir(), "agent-host.kubeconfig")
+		Expect(os.WriteFile(hostKC, secret.Data[kubefedctl.AgentHostKubeconfigKey], 0o600)).To(Succeed())
+
+		// Without an agent the member is out of reach.
+		Eventually(kfcCondition).WithContext(ctx).WithTimeout(30 * time.Second).Should(Equal("False/ClusterNotReady"))
+		startAgent()
+		Eventually(kfcCondition).WithContext(ctx).WithTimeout(60*time.Second).Should(Equal("True/ClusterReady"), describeCluster(ctx, member2.Name))
+		Expect(fw.Host.Client.Create(ctx, fedObject("Namespace", pullNS, pullNS, map[string]any{}, nil, nil))).To(Succeed())
+	})
+
+	It("creates, updates and deletes a federated object in the pull member through its agent, with status and remote status on the host", func(ctx context.Context) {
+		labels := map[string]any{"app": "web"}
+		Expect(fw.Host.Client.Create(ctx, fedObject("Deployment", pullNS, "web", map[string]any{"spec": map[string]any{
+			"replicas": int64(1), "selector": map[string]any{"matchLabels": labels},
+			"template": map[string]any{"metadata": map[string]any{"labels": labels},
+				"spec": map[string]any{"containers": []any{map[string]any{"name": "web", "image": "nginx:1.27"}}}},
+		}}, []string{"member1", member2.Name}, []any{map[string]any{"clusterName": member2.Name, "clusterOverrides": []any{
+			map[string]any{"path": "/spec/replicas", "value": int64(3)}}}}))).To(Succeed())
+
+		replicas := func(c *framework.Cluster) func() int64 {
+			return func() int64 {
+				d := memberObject(ctx, c, "apps/v1", "Deployment", pullNS, "web")
+				if d == nil {
+					return -1
+				}
+				n, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas")
+				return n
+			}
+		}
+		Eventually(replicas(member2)).WithTimeout(60 * time.Second).Should(Equal(int64(3)))
+		Eventually(replicas(fw.Members[0])).WithTimeout(60 * time.Second).Should(Equal(int64(1)))
+		d := memberObject(ctx, member2, "apps/v1", "Deployment", pullNS, "web")
+		Expect(d.GetLabels()).To(HaveKeyWithValue(corev1beta1.ManagedByKubeFedLabelKey, "true"))
+
+		// Both entries, the pull member's written by its agent, with its
+		// copy's status; the condition adds them up.
+		Eventually(func(g Gomega) {
+			f := fedGet(ctx, "Deployment", pullNS, "web")
+			g.Expect(propagationState(f)).To(Equal("True| member1 member2"))
+			clusters, _, _ := unstructured.NestedSlice(f.Object, "status", "clusters")
+			for _, c := range clusters {
+				if m := c.(map[string]any); m["name"] == member2.Name {
+					live := memberObject(ctx, member2, "apps/v1", "Deployment", pullNS, "web")
+					g.Expect(m["remoteStatus"]).To(Equal(live.Object["status"]))
+					g.Expect(m["ready"]).To(Equal("0/3"))
+				}
+			}
+		}).WithTimeout(60 * time.Second).WithPolling(time.Second).Should(Succeed())
+
+		By("an update reaches the pull member")
+		setTemplateImage(ctx, pullNS, "web", "nginx:1.28")
+		Eventually(func() string {
+			d := memberObject(ctx, member2, "apps/v1", "Deployment", pullNS, "web")
+			cs, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+			return cs[0].(map[string]any)["image"].(string)
+		}).WithTimeout(60 * time.Second).Should(Equal("nginx:1.28"))
+
+		By("a deletion removes the pull member's copy before the object goes")
+		Expect(fw.Host.Client.Delete(ctx, fedGet(ctx, "Deployment", pullNS, "web"))).To(Succeed())
+		Eventually(replicas(member2)).WithTimeout(60 * time.Second).Should(Equal(int64(-1)))
+		Eventually(func() bool { return fedGet(ctx, "Deployment", pullNS, "web") == nil }).WithTimeout(60 * time.Second).Should(BeTrue())
+	})
+
+	It("gives the agent's host token no Secret and no other cluster", func(ctx context.Context) {
+		cfg, err := clientcmd.BuildConfigFromFlags("", hostKC)
+		Expect(err).NotTo(HaveOccurred())
+		agentClient, err := client.New(cfg, client.Options{Scheme: framework.Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(apierrors.IsForbidden(agentClient.List(ctx, &corev1.SecretList{}, client.InNamespace(kubefedNS)))).To(BeTrue(), "listing Secrets")
+		Expect(apierrors.IsForbidden(agentClient.Get(ctx, client.ObjectKey{Namespace: kubefedNS, Name: "member1"}, &corev1beta1.KubeFedCluster{}))).To(BeTrue(), "reading member1's KubeFedCluster")
+		Expect(agentClient.Get(ctx, client.ObjectKey{Namespace: kubefedNS, Name: member2.Name}, &corev1beta1.KubeFedCluster{})).To(Succeed(), "reading its own KubeFedCluster")
+		Expect(apierrors.IsForbidden(agentClient.Create(ctx, fedObject("ConfigMap", pullNS, "sneaky", map[string]any{}, nil, nil)))).To(BeTrue(), "creating a federated object")
+	})
+
+	It("is NotReady while its agent is gone, through the missing heartbeat, and Ready when it returns", func(ctx context.Context) {
+		stopAgent(syscall.SIGKILL)
+		Eventually(func() string {
+			kfc := &corev1beta1.KubeFedCluster{}
+			if err := fw.Host.Client.Get(ctx, client.ObjectKey{Namespace: kubefedNS, Name: member2.Name}, kfc); err != nil {
+				return err.Error()
+			}
+			return conditionState(ctx, member2.Name, corev1beta1.ClusterOffline)
+		}).WithTimeout(60 * time.Second).Should(Equal("True/ClusterNotReachable"))
+		Expect(kfcCondition(ctx)).To(Equal("False/ClusterNotReady"))
+		startAgent()
+		Eventually(kfcCondition).WithContext(ctx).WithTimeout(60 * time.Second).Should(Equal("True/ClusterReady"))
+	})
+})
