@@ -12,8 +12,9 @@ import (
 )
 
 // A Pull-mode member is judged by its agent's heartbeat Lease, never by
-// connecting to it: no Lease is Offline, a fresh one Ready (or NotReady
-// with what the agent's own probe said), a stale one Offline again.
+// connecting to it: no Lease is Offline, a changing one Ready (or NotReady
+// with what the agent's own probe said), however skewed the agent's clock,
+// one that stopped changing Offline again.
 func TestPullModeMemberHealthFromTheAgentsHeartbeat(t *testing.T) {
 	kfc := &fedv1b1.KubeFedCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "edge", Namespace: ns},
@@ -32,7 +33,9 @@ func TestPullModeMemberHealthFromTheAgentsHeartbeat(t *testing.T) {
 
 	renew := func(health string) {
 		t.Helper()
-		now := metav1.NewMicroTime(time.Now())
+		// The agent's clock is an hour behind: only changes of the Lease
+		// count, by the controller's own clock.
+		now := metav1.NewMicroTime(time.Now().Add(-time.Hour))
 		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: fedv1b1.AgentLeaseName("edge"), Namespace: ns,
 			Annotations: map[string]string{AgentHealthAnnotation: health}}, Spec: coordinationv1.LeaseSpec{RenewTime: &now}}
 		existing := &coordinationv1.Lease{}

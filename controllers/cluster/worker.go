@@ -40,6 +40,11 @@ type worker struct {
 	lastProblem string
 	// lastSummary is when the heavier status fields were last collected.
 	lastSummary time.Time
+	// heartbeatVersion is the resourceVersion of a Pull-mode member's
+	// heartbeat Lease when last seen, and heartbeatSeen when, by this
+	// controller's clock, it was first seen at that version.
+	heartbeatVersion string
+	heartbeatSeen    time.Time
 }
 
 func newWorker(r *Reconciler, name string, cancel context.CancelFunc) *worker {

@@ -286,10 +286,11 @@ func (e *Engine) watchClusters() {
 			if !ok1 || !ok2 || n.Namespace != e.opts.Namespace {
 				return
 			}
-			// Of status updates only readiness matters. The cache the
+			// Of status updates only readiness matters; of the spec, a
+			// change between Push and Pull moves who writes to it. The cache the
 			// reconciles read readiness from is this informer's, so this
 			// event, not the tracker's, is when they can see the change.
-			if labels.Equals(o.Labels, n.Labels) && n.DeletionTimestamp.Equal(o.DeletionTimestamp) && o.IsReady() == n.IsReady() {
+			if labels.Equals(o.Labels, n.Labels) && n.DeletionTimestamp.Equal(o.DeletionTimestamp) && o.IsReady() == n.IsReady() && o.Spec.Mode == n.Spec.Mode {
 				return
 			}
 			e.clusterEvents.Add(n.Name)
@@ -383,6 +384,15 @@ func (e *Engine) serves(cluster string) bool {
 		return false
 	}
 	return e.opts.Shard == nil || e.opts.Shard.Holds(cluster)
+}
+
+// ClusterChanged re-plans what a change of the named member affects, for
+// changes the engine does not watch itself, such as its PullMembers
+// learning of a member that moved between Push and Pull.
+func (e *Engine) ClusterChanged(name string) {
+	if e.ctx.Err() == nil {
+		e.clusterEvents.Add(name)
+	}
 }
 
 // pulled reports whether cluster is a Pull-mode member, which its agent

@@ -122,7 +122,7 @@ func (w *typeWorker) reconcile(ctx context.Context, key string, priority int) (t
 			}
 			return 0, err
 		}
-		if w.e.opts.Shard != nil {
+		if w.e.opts.Shard != nil || w.e.anyPulled() {
 			// A status write guarded by the resourceVersion waits for the
 			// cache to show this write, or it would conflict with it.
 			status, _ := updated.Object["status"].(map[string]any)

@@ -20,6 +20,7 @@ import (
 	"github.com/kubefed-io/kubefed/pkg/federatedtype"
 	"github.com/kubefed-io/kubefed/pkg/fedstatus"
 	"github.com/kubefed-io/kubefed/pkg/jsonvalue"
+	"github.com/kubefed-io/kubefed/pkg/placement"
 )
 
 // buildStatus is the status a federated object's outcomes add up to. A
@@ -241,6 +242,11 @@ func (w *typeWorker) syncStatus(ctx context.Context, key string) (time.Duration,
 		return 0, nil
 	}
 	if st.reason != "" {
+		if w.e.opts.Agent {
+			// Why the object is placed nowhere is the control plane's to
+			// say; an agent's write would drop the other members' entries.
+			return 0, nil
+		}
 		return w.writeStatus(ctx, key, fed, nil, st.reason, st.message, nil)
 	}
 	if v.pending {
@@ -265,6 +271,7 @@ func (w *typeWorker) syncStatus(ctx context.Context, key string) (time.Duration,
 				return othersHoldRequeue, nil
 			}
 		}
+		w.forgetPullEntries(fed.GetUID())
 		return 0, w.releaseFinalizer(ctx, fed, st.leftBehind)
 	}
 	failed := false
@@ -310,17 +317,27 @@ func (w *typeWorker) othersHold(ctx context.Context, fed *unstructured.Unstructu
 	// is not ready.
 	expired := time.Since(fed.GetDeletionTimestamp().Time) > w.e.opts.NotReadyClusterDeletionTimeout
 	entries, _, _ := unstructured.NestedSlice(fed.Object, "status", "clusters")
+	listed := map[string]bool{}
 	for _, e := range entries {
 		if m, ok := e.(map[string]any); ok {
 			name, _ := m["name"].(string)
+			listed[name] = true
 			if keep(name) {
 				continue
 			}
-			if cl, joined := set.Get(name); joined && w.e.pulled(name) && !cl.Ready && expired {
-				continue
+			if cl, joined := set.Get(name); joined && w.e.pulled(name) {
+				w.notePullEntry(fed.GetUID(), name)
+				if !cl.Ready && expired {
+					continue
+				}
 			}
+			// Another replica's member, or a Pull-mode member's agent, is
+			// still at work on it.
 			return true
 		}
+	}
+	if w.pullMayHold(fed, set, listed) {
+		return true
 	}
 	namespace, name := w.memberName(fed)
 	for _, c := range set.Names() {
@@ -343,6 +360,71 @@ func (w *typeWorker) othersHold(ctx context.Context, fed *unstructured.Unstructu
 		}
 	}
 	return false
+}
+
+// pullReportGrace is how long a deletion waits for a Ready Pull-mode member
+// that the placement selects but that has no entry this control plane saw:
+// its agent may have created a copy a moment ago and not reported it yet.
+const pullReportGrace = 10 * time.Second
+
+// pullMayHold reports whether a Pull-mode member may hold a copy of fed,
+// being deleted, without an entry to say so: Ready, selected by the
+// object's placement, never seen with an entry for this object, and the
+// deletion younger than pullReportGrace. An entry seen and then gone is
+// the agent saying its copy is gone.
+func (w *typeWorker) pullMayHold(fed *unstructured.Unstructured, set placement.ClusterSet, listed map[string]bool) bool {
+	if !w.e.anyPulled() || w.e.opts.Agent || time.Since(fed.GetDeletionTimestamp().Time) > pullReportGrace {
+		return false
+	}
+	p, err := placement.FromUnstructured(fed.Object)
+	if err != nil {
+		return false
+	}
+	for _, c := range set.Select(p).Clusters {
+		if cl, _ := set.Get(c); cl.Ready && w.e.pulled(c) && !listed[c] && !w.sawPullEntry(fed.GetUID(), c) {
+			return true
+		}
+	}
+	return false
+}
+
+// notePullEntries remembers the Pull-mode members whose entries fed's
+// status shows.
+func (w *typeWorker) notePullEntries(fed *unstructured.Unstructured) {
+	entries, _, _ := unstructured.NestedSlice(fed.Object, "status", "clusters")
+	for _, e := range entries {
+		if m, ok := e.(map[string]any); ok {
+			if name, _ := m["name"].(string); w.e.pulled(name) {
+				w.notePullEntry(fed.GetUID(), name)
+			}
+		}
+	}
+}
+
+// notePullEntry remembers that a Pull-mode member reported on an object.
+func (w *typeWorker) notePullEntry(uid types.UID, cluster string) {
+	w.pullSeenMu.Lock()
+	defer w.pullSeenMu.Unlock()
+	if w.pullSeen == nil {
+		w.pullSeen = map[types.UID]map[string]bool{}
+	}
+	if w.pullSeen[uid] == nil {
+		w.pullSeen[uid] = map[string]bool{}
+	}
+	w.pullSeen[uid][cluster] = true
+}
+
+func (w *typeWorker) sawPullEntry(uid types.UID, cluster string) bool {
+	w.pullSeenMu.Lock()
+	defer w.pullSeenMu.Unlock()
+	return w.pullSeen[uid][cluster]
+}
+
+// forgetPullEntries drops what notePullEntry remembered of an object.
+func (w *typeWorker) forgetPullEntries(uid types.UID) {
+	w.pullSeenMu.Lock()
+	defer w.pullSeenMu.Unlock()
+	delete(w.pullSeen, uid)
 }
 
 func anyListed(outcomes []outcome) bool {

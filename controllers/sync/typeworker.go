@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -100,6 +101,11 @@ type typeWorker struct {
 
 	statusMu      gosync.Mutex
 	statusWritten map[string]statusRecord
+
+	// pullSeen are the Pull-mode members seen reporting on each object
+	// being deleted (pullMayHold).
+	pullSeenMu gosync.Mutex
+	pullSeen   map[types.UID]map[string]bool
 
 	cancel      context.CancelFunc
 	done        gosync.WaitGroup
@@ -193,6 +199,9 @@ func newTypeWorker(e *Engine, ftc *corev1beta1.FederatedTypeConfig) (*typeWorker
 			n, ok2 := newObj.(*unstructured.Unstructured)
 			if ok2 {
 				w.statusSeen(n)
+			}
+			if ok2 && w.e.anyPulled() && !w.e.opts.Agent {
+				w.notePullEntries(n)
 			}
 			if ok1 && ok2 && (w.e.opts.Shard != nil || w.e.anyPulled()) && !reflect.DeepEqual(o.Object["status"], n.Object["status"]) {
 				// Another replica, or a Pull-mode member's agent, wrote

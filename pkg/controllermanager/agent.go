@@ -234,12 +234,17 @@ func newAgentManager(cfg *rest.Config, scheme *runtime.Scheme, o AgentOptions, s
 // control plane's own, with a shard of this member alone.
 func setupAgent(ctx context.Context, cfg *rest.Config, mgr manager.Manager, o AgentOptions, s *kubefedconfig.Settings,
 	registry *clusterclient.Registry, readiness *cluster.ReadinessTracker, members *syncctl.MemberCaches) (*syncctl.Engine, error) {
+	pulled, err := newPullMembers(ctx, mgr.GetCache(), o.KubeFedNamespace)
+	if err != nil {
+		return nil, err
+	}
 	opts := engineOptions(cfg, mgr, o.KubeFedNamespace, s, registry, readiness, members)
-	opts.Shard, opts.Agent = agentShard(o.ClusterName), true
+	opts.Shard, opts.Agent = agentShard{cluster: o.ClusterName, pulled: pulled}, true
 	engine, err := syncctl.NewEngine(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("set up the propagation engine: %w", err)
 	}
+	pulled.onChange(engine.ClusterChanged)
 	types := &typeconfig.Reconciler{
 		Runner:           engine,
 		Namespace:        o.KubeFedNamespace,
@@ -255,19 +260,24 @@ func setupAgent(ctx context.Context, cfg *rest.Config, mgr manager.Manager, o Ag
 	return engine, nil
 }
 
-// agentShard is an agent's share of the members: its own cluster, written
-// to without a fence (no one else writes to it), and nothing else: cluster
-// names that are not joined, and finalizers, are the control plane's.
-type agentShard string
+// agentShard is an agent's share of the members: its own cluster while
+// its KubeFedCluster is in Pull mode (joined again in push mode, the
+// control plane writes to it and the agent stands back), written to
+// without a fence; and nothing else: cluster names that are not joined,
+// and finalizers, are the control plane's.
+type agentShard struct {
+	cluster string
+	pulled  *pullMembers
+}
 
 func (a agentShard) WriteDeadline(c string) (time.Time, bool) {
-	if c != string(a) {
+	if !a.Holds(c) {
 		return time.Time{}, false
 	}
 	return time.Now().Add(24 * time.Hour), true
 }
 
-func (a agentShard) Holds(c string) bool { return c == string(a) }
+func (a agentShard) Holds(c string) bool { return c == a.cluster && a.pulled.Pulled(c) }
 
 func (agentShard) Assigned(string) bool { return false }
 

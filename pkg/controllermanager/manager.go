@@ -333,6 +333,7 @@ func setupControllers(ctx context.Context, cfg *rest.Config, mgr manager.Manager
 		return fmt.Errorf("set up the propagation engine: %w", err)
 	}
 	shared.engine = engine
+	pulled.onChange(engine.ClusterChanged)
 	if shard != nil {
 		shard.SetHandler(engine)
 		if err := mgr.Add(shard); err != nil {

@@ -18,6 +18,16 @@ type pullMembers struct {
 	namespace string
 	mu        sync.RWMutex
 	pulled    map[string]bool
+	// changed hears of a member that moved between Push and Pull, after
+	// the move is visible here.
+	changed func(cluster string)
+}
+
+// onChange sets who hears of members moving between Push and Pull.
+func (p *pullMembers) onChange(f func(cluster string)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.changed = f
 }
 
 // newPullMembers follows the KubeFedClusters of namespace in cache.
@@ -53,11 +63,16 @@ func (p *pullMembers) observe(obj any) {
 		return
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	was := p.pulled[c.Name]
 	if c.PullMode() {
 		p.pulled[c.Name] = true
 	} else {
 		delete(p.pulled, c.Name)
+	}
+	changed := p.changed
+	p.mu.Unlock()
+	if changed != nil && was != c.PullMode() {
+		changed(c.Name)
 	}
 }
 

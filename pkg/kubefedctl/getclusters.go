@@ -173,7 +173,8 @@ func printClusterTable(out io.Writer, clusters []corev1beta1.KubeFedCluster, now
 	tw := tabwriter.NewWriter(out, 0, 8, 3, ' ', 0)
 	header := []string{"NAME", "READY", "VERSION", "NODES", "ZONES", "REGION", "AGE"}
 	if wide {
-		header = append(header, "API-ENDPOINT", "MODE", "REPLICA", "REASON", "MESSAGE")
+		// MODE is last: scripts that read the columns before it keep working.
+		header = append(header, "API-ENDPOINT", "REPLICA", "REASON", "MESSAGE", "MODE")
 	}
 	fmt.Fprintln(tw, strings.Join(header, "\t"))
 	for i := range clusters {
@@ -202,7 +203,7 @@ func printClusterTable(out io.Writer, clusters []corev1beta1.KubeFedCluster, now
 				// Its own agent propagates to it.
 				mode, replica = string(corev1beta1.ClusterModePull), "<agent>"
 			}
-			row = append(row, c.Spec.APIEndpoint, mode, replica, orNone(reason), orNone(message))
+			row = append(row, c.Spec.APIEndpoint, replica, orNone(reason), orNone(message), mode)
 		}
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}

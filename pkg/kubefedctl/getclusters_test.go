@@ -77,7 +77,7 @@ func fenceLease(cluster, holder string) *coordinationv1.Lease {
 func TestGetClustersWideNamesTheLeaderWithoutScaleOut(t *testing.T) {
 	h := newStatusHost(t)
 	out, _, err := h.run(t, "", "get", "clusters", "member1", "-o", "wide")
-	if err != nil || !strings.Contains(out, "REPLICA") || !strings.Contains(out, "6443   Push   <none>    ClusterReady") {
+	if err != nil || !strings.Contains(out, "REPLICA") || !strings.Contains(out, "6443   <none>    ClusterReady") {
 		t.Fatalf("without a leader Lease: %v\n%s", err, out)
 	}
 	holder := "kubefed-controller-manager-5f7c-leader"
@@ -105,7 +105,7 @@ func TestGetClustersWideShowsPullMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, _, err := h.run(t, "", "get", "clusters", "member3", "-o", "wide")
-	if err != nil || !strings.Contains(out, "6443   Pull   <agent>") {
+	if err != nil || !strings.Contains(out, "6443   <agent>") || !strings.HasSuffix(strings.TrimSpace(out), "Pull") {
 		t.Fatalf("%v\n%s", err, out)
 	}
 }

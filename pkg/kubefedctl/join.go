@@ -246,6 +246,15 @@ func (j *joiner) plan(ctx context.Context) ([]*step, error) {
 	add(j.planHostSecret(ctx))
 	plan.steps = append(plan.steps, j.planKubeFedCluster())
 	add(j.planOldHostSecretDeletion(ctx))
+	if j.existing != nil && j.existing.PullMode() {
+		// Back to push: the agent's way to the host goes.
+		agentSteps, err := planAgentAccountRemoval(ctx, j.host, j.reg, true)
+		plan.steps = append(plan.steps, agentSteps...)
+		add(nil, err)
+		add(planDelete(ctx, j.mem, j.mem.kube.CoreV1().Secrets(j.reg.namespace),
+			objectRef{Kind: "Secret", Namespace: j.reg.namespace, Name: AgentHostSecret},
+			func(s *corev1.Secret) bool { return !j.reg.createdForRegistration(s.Labels) }))
+	}
 	if len(plan.errs) > 0 {
 		return nil, errors.Join(plan.errs...)
 	}
@@ -453,14 +462,8 @@ func (j *joiner) planRBAC(ctx context.Context, add func(*step, error)) {
 	}
 	add(applyPlan[*rbacv1.Role]{
 		where: j.mem, client: rbac.Roles(ns), ref: roleRef(r), desired: namespaceScopeRole(r),
-		sync: func(live, desired *rbacv1.Role) syncResult {
-			if equality.Semantic.DeepEqual(live.Rules, desired.Rules) {
-				return inSync
-			}
-			live.Rules = desired.Rules
-			return needsUpdate
-		},
-		reg: r, takeOver: takeOver, absent: j.namespaceTerminating,
+		sync: func(live, desired *rbacv1.Role) syncResult { return syncRules(&live.Rules, desired.Rules) },
+		reg:  r, takeOver: takeOver, absent: j.namespaceTerminating,
 	}.plan(ctx))
 	add(applyPlan[*rbacv1.RoleBinding]{
 		where: j.mem, client: rbac.RoleBindings(ns), ref: roleBindingRef(r), desired: roleBinding(r),

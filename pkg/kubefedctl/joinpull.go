@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -68,14 +69,8 @@ func (j *joiner) planPull(ctx context.Context) ([]*step, error) {
 	takeOver := !j.opts.errorOnExisting
 	add(applyPlan[*rbacv1.ClusterRole]{
 		where: j.host, client: rbac.ClusterRoles(), ref: clusterRoleRef(r.roleName()), desired: agentClusterRole(r, groups),
-		sync: func(live, desired *rbacv1.ClusterRole) syncResult {
-			if equality.Semantic.DeepEqual(live.Rules, desired.Rules) {
-				return inSync
-			}
-			live.Rules = desired.Rules
-			return needsUpdate
-		},
-		reg: r, takeOver: takeOver,
+		sync: func(live, desired *rbacv1.ClusterRole) syncResult { return syncRules(&live.Rules, desired.Rules) },
+		reg:  r, takeOver: takeOver,
 	}.plan(ctx))
 	add(applyPlan[*rbacv1.ClusterRoleBinding]{
 		where: j.host, client: rbac.ClusterRoleBindings(), ref: clusterRoleBindingRef(r.roleName()), desired: clusterRoleBinding(r, r.roleName()),
@@ -84,8 +79,36 @@ func (j *joiner) planPull(ctx context.Context) ([]*step, error) {
 		},
 		reg: r, takeOver: takeOver,
 	}.plan(ctx))
+	// The heartbeat Lease: created here, so that the agent may only get and
+	// renew this one Lease (create cannot be limited by name).
+	add(applyPlan[*coordinationv1.Lease]{
+		where: j.host, client: j.host.kube.CoordinationV1().Leases(r.namespace),
+		ref: objectRef{Kind: "Lease", Namespace: r.namespace, Name: corev1beta1.AgentLeaseName(r.clusterName)},
+		desired: &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
+			Name: corev1beta1.AgentLeaseName(r.clusterName), Namespace: r.namespace, Labels: r.labels()}},
+		reg: r, takeOver: true,
+	}.plan(ctx))
+	add(applyPlan[*rbacv1.Role]{
+		where: j.host, client: rbac.Roles(r.namespace), ref: roleRef(r), desired: agentLeaseRole(r),
+		sync: func(live, desired *rbacv1.Role) syncResult { return syncRules(&live.Rules, desired.Rules) },
+		reg:  r, takeOver: takeOver,
+	}.plan(ctx))
+	add(applyPlan[*rbacv1.RoleBinding]{
+		where: j.host, client: rbac.RoleBindings(r.namespace), ref: roleBindingRef(r), desired: roleBinding(r),
+		sync: func(live, desired *rbacv1.RoleBinding) syncResult {
+			return syncBinding(&live.RoleRef, &live.Subjects, desired.RoleRef, desired.Subjects)
+		},
+		reg: r, takeOver: takeOver,
+	}.plan(ctx))
 	add(agent.planTokenSecret(ctx))
 	add(j.planAgentHostSecret(agent))
+	// The host Secret of an earlier push join: the host keeps no
+	// credential of a Pull-mode member.
+	if j.existing != nil && j.existing.Spec.SecretRef.Name != "" {
+		add(planDelete(ctx, j.host, j.host.kube.CoreV1().Secrets(j.reg.namespace),
+			objectRef{Kind: "Secret", Namespace: j.reg.namespace, Name: j.existing.Spec.SecretRef.Name},
+			func(s *corev1.Secret) bool { return !j.reg.createdForRegistration(s.Labels) }))
+	}
 	plan.steps = append(plan.steps, j.planKubeFedCluster())
 	if len(plan.errs) > 0 {
 		return nil, errors.Join(plan.errs...)
@@ -110,11 +133,13 @@ func (j *joiner) federatedGroups(ctx context.Context) ([]string, error) {
 	return groups, nil
 }
 
-// agentClusterRole is everything a Pull-mode member's agent may do on the
-// host: read the federated objects and write their status and events; read
-// the type configs, the KubeFedConfig and its own KubeFedCluster; renew its
-// own heartbeat Lease; read kube-system's UID, which tells whether it runs
-// in the host itself. Nothing about other clusters, and no Secret.
+// agentClusterRole is what a Pull-mode member's agent may do on the host
+// beyond its heartbeat Lease (agentLeaseRole): read the federated objects
+// and write their status and events; read the type configs, the
+// KubeFedConfig and its own KubeFedCluster; read kube-system's UID, which
+// tells whether it runs in the host itself. Nothing about other clusters,
+// and no Secret; but the templates of every federated object, those not
+// placed on it too (FederatedSecrets included), are readable.
 func agentClusterRole(r registration, groups []string) *rbacv1.ClusterRole {
 	read := []string{"get", "list", "watch"}
 	return &rbacv1.ClusterRole{
@@ -124,12 +149,29 @@ func agentClusterRole(r registration, groups []string) *rbacv1.ClusterRole {
 			{APIGroups: groups, Resources: []string{"*/status"}, Verbs: []string{"get", "patch", "update"}},
 			{APIGroups: []string{corev1beta1.GroupVersion.Group}, Resources: []string{"federatedtypeconfigs", "kubefedconfigs"}, Verbs: read},
 			{APIGroups: []string{corev1beta1.GroupVersion.Group}, Resources: []string{"kubefedclusters"}, ResourceNames: []string{r.clusterName}, Verbs: read},
-			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
-			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{corev1beta1.AgentLeaseName(r.clusterName)}, Verbs: []string{"get", "update"}},
 			{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 			{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 			{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: []string{metav1.NamespaceSystem}, Verbs: []string{"get"}},
 		},
+	}
+}
+
+// syncRules makes a role's live rules the desired ones.
+func syncRules(live *[]rbacv1.PolicyRule, desired []rbacv1.PolicyRule) syncResult {
+	if equality.Semantic.DeepEqual(*live, desired) {
+		return inSync
+	}
+	*live = desired
+	return needsUpdate
+}
+
+// agentLeaseRole lets an agent get and renew its own heartbeat Lease, in
+// the KubeFed namespace, and no other.
+func agentLeaseRole(r registration) *rbacv1.Role {
+	return &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: r.roleName(), Namespace: r.namespace, Labels: r.labels()},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"},
+			ResourceNames: []string{corev1beta1.AgentLeaseName(r.clusterName)}, Verbs: []string{"get", "update"}}},
 	}
 }
 

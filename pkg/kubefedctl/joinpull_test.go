@@ -28,3 +28,19 @@ func TestAgentRoleGrantsNoSecretAndNoOtherCluster(t *testing.T) {
 		}
 	}
 }
+
+// The agent renews its own heartbeat Lease and no other: join creates the
+// Lease, and the Role names it.
+func TestAgentMayRenewItsOwnLeaseOnly(t *testing.T) {
+	r := registration{clusterName: "edge", hostClusterName: "host", namespace: "kube-federation-system"}.agentRegistration()
+	for _, rule := range agentClusterRole(r, []string{"types.kubefed.io"}).Rules {
+		if slices.Contains(rule.Resources, "leases") {
+			t.Errorf("the cluster-wide role reaches Leases: %+v", rule)
+		}
+	}
+	role := agentLeaseRole(r)
+	if role.Namespace != r.namespace || len(role.Rules) != 1 || !slices.Equal(role.Rules[0].ResourceNames, []string{"kubefed-agent-edge"}) ||
+		slices.Contains(role.Rules[0].Verbs, "create") {
+		t.Errorf("lease role %+v", role)
+	}
+}

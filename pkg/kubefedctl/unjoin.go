@@ -333,11 +333,13 @@ func (u *unjoiner) planHost(ctx context.Context, kfc *corev1beta1.KubeFedCluster
 			}
 		}
 	}
-	agentSteps, err := u.planAgentAccount(ctx)
-	if err != nil {
-		return nil, nil, err
+	if kfc == nil || kfc.PullMode() {
+		agentSteps, err := planAgentAccountRemoval(ctx, u.host, u.reg, kfc != nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		steps = append(steps, agentSteps...)
 	}
-	steps = append(steps, agentSteps...)
 	selector := labels.SelectorFromSet(labels.Set{ManagedByLabel: ManagedByValue, JoinedClusterLabel: labelValue(r.clusterName)})
 	leftovers, err := h.kube.CoreV1().Secrets(r.namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
 	if err != nil {
@@ -372,21 +374,33 @@ func (u *unjoiner) planHost(ctx context.Context, kfc *corev1beta1.KubeFedCluster
 	return steps, notes, nil
 }
 
-// planAgentAccount plans the removal of a Pull-mode member's agent's host
-// account (binding first, so it loses its access at once), its token and
-// its heartbeat Lease; nothing is planned for a push member.
-func (u *unjoiner) planAgentAccount(ctx context.Context) ([]*step, error) {
-	r, h := u.reg.agentRegistration(), u.host
+// planAgentAccountRemoval plans the removal of a Pull-mode member's agent's host
+// account (bindings first, so it loses its access at once), its token and
+// its heartbeat Lease; pull says the KubeFedCluster is in Pull mode, else
+// it is gone and these are leftovers looked for.
+func planAgentAccountRemoval(ctx context.Context, h *cluster, reg registration, pull bool) ([]*step, error) {
+	r := reg.agentRegistration()
 	notOurs := func(o metav1.Object) bool { return !r.createdForRegistration(o.GetLabels()) }
 	rbac := h.kube.RbacV1()
 	var plan stepList
 	add := plan.add
-	add(planDelete(ctx, h, rbac.ClusterRoleBindings(), clusterRoleBindingRef(r.roleName()), func(o *rbacv1.ClusterRoleBinding) bool { return notOurs(o) }))
-	add(planDelete(ctx, h, rbac.ClusterRoles(), clusterRoleRef(r.roleName()), func(o *rbacv1.ClusterRole) bool { return notOurs(o) }))
-	add(planDelete(ctx, h, h.kube.CoreV1().Secrets(r.namespace), tokenSecretRef(r), func(o *corev1.Secret) bool { return notOurs(o) }))
-	add(planDelete(ctx, h, h.kube.CoreV1().ServiceAccounts(r.namespace),
+	// Looking needs rights a namespace admin may lack: a push member's
+	// unjoin must not fail on them, and for a Pull-mode member the error
+	// names what could not be looked at.
+	tolerate := func(s *step, err error) {
+		if apierrors.IsForbidden(err) && !pull {
+			return
+		}
+		add(s, err)
+	}
+	tolerate(planDelete(ctx, h, rbac.ClusterRoleBindings(), clusterRoleBindingRef(r.roleName()), func(o *rbacv1.ClusterRoleBinding) bool { return notOurs(o) }))
+	tolerate(planDelete(ctx, h, rbac.ClusterRoles(), clusterRoleRef(r.roleName()), func(o *rbacv1.ClusterRole) bool { return notOurs(o) }))
+	tolerate(planDelete(ctx, h, rbac.RoleBindings(r.namespace), roleBindingRef(r), func(o *rbacv1.RoleBinding) bool { return notOurs(o) }))
+	tolerate(planDelete(ctx, h, rbac.Roles(r.namespace), roleRef(r), func(o *rbacv1.Role) bool { return notOurs(o) }))
+	tolerate(planDelete(ctx, h, h.kube.CoreV1().Secrets(r.namespace), tokenSecretRef(r), func(o *corev1.Secret) bool { return notOurs(o) }))
+	tolerate(planDelete(ctx, h, h.kube.CoreV1().ServiceAccounts(r.namespace),
 		objectRef{Kind: "ServiceAccount", Namespace: r.namespace, Name: r.serviceAccountName()}, func(o *corev1.ServiceAccount) bool { return notOurs(o) }))
-	add(planDelete(ctx, h, h.kube.CoordinationV1().Leases(r.namespace),
+	tolerate(planDelete(ctx, h, h.kube.CoordinationV1().Leases(r.namespace),
 		objectRef{Kind: "Lease", Namespace: r.namespace, Name: corev1beta1.AgentLeaseName(r.clusterName)}, nil))
 	return plan.steps, errors.Join(plan.errs...)
 }
