@@ -704,6 +704,12 @@ func (w *typeWorker) deleteIn(ctx context.Context, fed *unstructured.Unstructure
 	}
 	namespace, name := w.memberName(fed)
 	current := w.cached(c, namespace, name)
+	if current == nil && w.wroteAny(c, fed) {
+		// A copy this engine wrote that the cache does not show yet (a
+		// deletion right after the create): read it rather than miss it
+		// and leave it to be unlabelled as an orphan later.
+		current = w.liveCopy(ctx, c, namespace, name)
+	}
 	if current == nil {
 		return outcome{cluster: c}
 	}
@@ -878,6 +884,14 @@ func (w *typeWorker) wrote(cluster string, fed *unstructured.Unstructured, hash 
 	defer w.writtenMu.Unlock()
 	r, ok := w.written[writeKey{cluster, objectKey(fed)}]
 	return ok && r.hash == hash
+}
+
+// wroteAny reports whether this engine wrote a copy of fed to the cluster.
+func (w *typeWorker) wroteAny(cluster string, fed *unstructured.Unstructured) bool {
+	w.writtenMu.Lock()
+	defer w.writtenMu.Unlock()
+	_, ok := w.written[writeKey{cluster, objectKey(fed)}]
+	return ok
 }
 
 // liveCopy reads a member's copy from the member itself; nil when it does
