@@ -4,9 +4,12 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -176,6 +179,42 @@ var _ = Describe("Pull mode", Ordered, func() {
 		Expect(apierrors.IsForbidden(agentClient.Get(ctx, client.ObjectKey{Namespace: kubefedNS, Name: "member1"}, &corev1beta1.KubeFedCluster{}))).To(BeTrue(), "reading member1's KubeFedCluster")
 		Expect(agentClient.Get(ctx, client.ObjectKey{Namespace: kubefedNS, Name: member2.Name}, &corev1beta1.KubeFedCluster{})).To(Succeed(), "reading its own KubeFedCluster")
 		Expect(apierrors.IsForbidden(agentClient.Create(ctx, fedObject("ConfigMap", pullNS, "sneaky", map[string]any{}, nil, nil)))).To(BeTrue(), "creating a federated object")
+	})
+
+	It("converges with no copy written twice after its agent is killed mid-wave and started again", func(ctx context.Context) {
+		deletes := func() int {
+			return apiserverRequests(ctx, member2, func(line string) bool {
+				return strings.Contains(line, `resource="configmaps"`) && strings.Contains(line, `verb="DELETE"`)
+			})
+		}
+		created, refused, deleted := requestCount(ctx, member2, "POST", "configmaps", "201"), requestCount(ctx, member2, "POST", "configmaps", "409"), deletes()
+		const n = 30
+		mk := func(i int) {
+			GinkgoHelper()
+			Expect(fw.Host.Client.Create(ctx, fedObject("ConfigMap", pullNS, "wave-"+strconv.Itoa(i),
+				map[string]any{"data": map[string]any{"i": strconv.Itoa(i)}}, []string{member2.Name}, nil))).To(Succeed())
+		}
+		for i := range n / 2 {
+			mk(i)
+		}
+		stopAgent(syscall.SIGKILL)
+		for i := n / 2; i < n; i++ {
+			mk(i)
+		}
+		startAgent()
+		for i := range n {
+			Eventually(func() string { return propagationState(fedGet(ctx, "ConfigMap", pullNS, "wave-"+strconv.Itoa(i))) }).
+				WithTimeout(90*time.Second).Should(Equal("True| "+member2.Name), "wave-%d", i)
+		}
+		Expect(framework.WaveCopies(ctx, member2, pullNS, "wave-")).To(Equal(n))
+		// No copy made twice: no create refused as existing, none deleted
+		// to be made again, at most one served create per copy (one in
+		// flight when the agent died may have been carried out or not).
+		served := requestCount(ctx, member2, "POST", "configmaps", "201") - created
+		AddReportEntry("creates in "+member2.Name, fmt.Sprintf("%d served (201) for %d copies", served, n))
+		Expect(requestCount(ctx, member2, "POST", "configmaps", "409")-refused).To(BeZero(), "creates refused as existing")
+		Expect(deletes()-deleted).To(BeZero(), "copies deleted")
+		Expect(served).To(BeNumerically("<=", n), "creates served")
 	})
 
 	It("is NotReady while its agent is gone, through the missing heartbeat, and Ready when it returns", func(ctx context.Context) {
