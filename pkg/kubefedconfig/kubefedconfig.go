@@ -274,9 +274,10 @@ func Resolve(spec corev1beta1.KubeFedConfigSpec) (*Settings, error) {
 // Load reads the KubeFedConfig `kubefed` in namespace, creating it with
 // defaults and the given scope when it does not exist, and resolves it.
 //
-// A KubeFedConfig kind that the API server does not serve yet (its CRD was
-// applied a moment ago, as by one `kubectl apply` of the install manifest)
-// is waited for, up to crdWait.
+// A KubeFedConfig kind that the API server does not serve yet, or whose
+// admission policy does not know it yet (its CRD was applied a moment ago,
+// as by one `kubectl apply` of the install manifest), is waited for, up to
+// crdWait.
 func Load(ctx context.Context, c client.Client, namespace string, scopeIfMissing corev1beta1.Scope) (*corev1beta1.KubeFedConfig, *Settings, error) {
 	key := types.NamespacedName{Namespace: namespace, Name: corev1beta1.KubeFedConfigName}
 	var cfg *corev1beta1.KubeFedConfig
@@ -287,7 +288,7 @@ func Load(ctx context.Context, c client.Client, namespace string, scopeIfMissing
 		if err == nil {
 			break
 		}
-		if !meta.IsNoMatchError(err) || time.Now().After(deadline) {
+		if !kindNotReady(err) || time.Now().After(deadline) {
 			return nil, nil, err
 		}
 		select {
@@ -301,6 +302,14 @@ func Load(ctx context.Context, c client.Client, namespace string, scopeIfMissing
 		return nil, nil, fmt.Errorf("KubeFedConfig %s: %w", key, err)
 	}
 	return cfg, settings, nil
+}
+
+// kindNotReady reports an error of a kind whose CRD was created a moment
+// ago: not yet in discovery (no match), or not yet known to the API
+// server's admission policies (the chart's MutatingAdmissionPolicy
+// answers 503 "Resource kind … not found. There can be a delay …").
+func kindNotReady(err error) bool {
+	return meta.IsNoMatchError(err) || apierrors.IsServiceUnavailable(err)
 }
 
 // crdWait is how long Load waits for the KubeFedConfig kind to be served,

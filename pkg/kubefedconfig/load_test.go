@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -31,6 +32,11 @@ func TestLoadWaitsForTheKindToBeServed(t *testing.T) {
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			if notServed > 0 {
 				notServed--
+				if notServed == 0 {
+					// What a MutatingAdmissionPolicy answers for a kind it
+					// does not know yet.
+					return apierrors.NewServiceUnavailable("Resource kind core.kubefed.io/v1beta1, Kind=KubeFedConfig not found. There can be a delay between when CustomResourceDefinitions are created and when they are available.")
+				}
 				return &meta.NoKindMatchError{GroupKind: gvk.GroupKind(), SearchedVersions: []string{gvk.Version}}
 			}
 			return c.Create(ctx, obj, opts...)
