@@ -40,6 +40,14 @@ func probeHealth(ctx context.Context, client *http.Client, host string, timeout 
 	return classifyResponse(path, code, body)
 }
 
+// ProbeHealth is probeHealth for a cluster no worker probes, such as a
+// Pull-mode member's agent probing its own: whether it is ready, and when
+// not, what the answer or the failure says, in the words of the conditions.
+func ProbeHealth(ctx context.Context, client *http.Client, host string, timeout time.Duration) (ready bool, message string) {
+	obs := probeHealth(ctx, client, host, timeout)
+	return obs.ready(), obs.message
+}
+
 func get(ctx context.Context, client *http.Client, host, path string) (int, []byte, error) {
 	u, err := url.JoinPath(host, path)
 	if err != nil {

@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -313,24 +310,15 @@ func (h *heartbeat) Start(ctx context.Context) error {
 	}
 }
 
-// probe asks this member's /readyz; "ok" or what went wrong.
+// probe asks this member's /readyz (or /healthz) as the cluster controller
+// asks a push member's: "ok", or what went wrong.
 func (h *heartbeat) probe(ctx context.Context) string {
 	ctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(h.member.Host(), "/")+"/readyz", nil)
-	if err != nil {
-		return err.Error()
+	if ready, message := cluster.ProbeHealth(ctx, h.member.HTTPClient(), h.member.Host(), h.timeout); !ready {
+		return message
 	}
-	resp, err := h.member.HTTPClient().Do(req)
-	if err != nil {
-		return "cluster is not reachable: " + err.Error()
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
-	if resp.StatusCode == http.StatusOK && strings.TrimSpace(string(body)) == "ok" {
-		return "ok"
-	}
-	return fmt.Sprintf("/readyz answered %d: %s", resp.StatusCode, strings.TrimSpace(string(body)))
+	return "ok"
 }
 
 // renew creates or renews the heartbeat Lease.
