@@ -364,31 +364,21 @@ func (d *dashboard) build(v uint64) *snapshot {
 	// An object whose status cannot be read is shown without it rather
 	// than hiding the whole federation.
 	report, err := buildStatusReport(s.clusters, objects)
-	for err != nil && len(objects) > 0 {
-		bad := unreadableStatus(objects)
-		if bad < 0 {
-			break
+	if err != nil {
+		// One pass finds every such object; one more build shows the rest.
+		for i := range objects {
+			u := &objects[i]
+			if _, err := buildStatusReport(nil, objects[i:i+1]); err != nil {
+				s.problems = append(s.problems, fmt.Sprintf("%s %s/%s is shown without its status: %v", u.GetKind(), u.GetNamespace(), u.GetName(), err))
+				stripped := u.DeepCopy()
+				delete(stripped.Object, "status")
+				objects[i] = *stripped
+			}
 		}
-		u := objects[bad]
-		s.problems = append(s.problems, fmt.Sprintf("%s %s/%s is shown without its status: %v", u.GetKind(), u.GetNamespace(), u.GetName(), err))
-		stripped := u.DeepCopy()
-		delete(stripped.Object, "status")
-		objects[bad] = *stripped
-		report, err = buildStatusReport(s.clusters, objects)
+		report, _ = buildStatusReport(s.clusters, objects)
 	}
 	s.report = report
 	return s
-}
-
-// unreadableStatus is the index of the first object whose status does not
-// decode as a federated status, or -1.
-func unreadableStatus(objects []unstructured.Unstructured) int {
-	for i := range objects {
-		if _, err := buildStatusReport(nil, objects[i:i+1]); err != nil {
-			return i
-		}
-	}
-	return -1
 }
 
 func typeConfigOf(obj any) (*corev1beta1.FederatedTypeConfig, error) {

@@ -444,3 +444,19 @@ func BenchmarkDashboard10000(b *testing.B) {
 		}
 	})
 }
+
+// An object whose status does not read as a federated status is shown
+// without it, named at the top, and hides nothing else.
+func TestDashboardShowsObjectsWithUnreadableStatus(t *testing.T) {
+	broken := configMap("demo", "broken")
+	broken.Object["status"] = map[string]any{"clusters": "not a list"}
+	alsoBroken := configMap("demo", "broken-too")
+	alsoBroken.Object["status"] = map[string]any{"observedGeneration": "one"}
+	f := newDashFixture(t, broken, alsoBroken, configMap("demo", "fine"))
+	_, body := f.get(t, "/objects")
+	mustContain(t, "/objects", body, `data-name="broken"`, `data-name="broken-too"`, `data-name="fine"`,
+		"FederatedConfigMap demo/broken is shown without its status", "FederatedConfigMap demo/broken-too is shown without its status")
+	if strings.Contains(body, "FederatedConfigMap demo/fine is shown without") {
+		t.Error("a readable object is reported unreadable")
+	}
+}
