@@ -391,7 +391,10 @@ func (w *typeWorker) pullMayHold(fed *unstructured.Unstructured, set placement.C
 // notePullEntries remembers the Pull-mode members whose entries fed's
 // status shows.
 func (w *typeWorker) notePullEntries(fed *unstructured.Unstructured) {
-	entries, _, _ := unstructured.NestedSlice(fed.Object, "status", "clusters")
+	// On every update of every object while pull members exist: read the
+	// cached object in place rather than copy its status.
+	raw, _, _ := unstructured.NestedFieldNoCopy(fed.Object, "status", "clusters")
+	entries, _ := raw.([]any)
 	for _, e := range entries {
 		if m, ok := e.(map[string]any); ok {
 			if name, _ := m["name"].(string); w.e.pulled(name) {
