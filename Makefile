@@ -65,7 +65,7 @@ test: cluster-tools helm build verify unit integration e2e ## Everything CI runs
 verify: ## Fail when generated files are stale, code is unformatted or vet complains.
 	hack/verify.sh
 
-RACE_PACKAGES := ./controllers/... ./pkg/informermanager/... ./pkg/clusterclient/... ./pkg/sharding/... ./pkg/kubefedctl/... ./test/framework/...
+RACE_PACKAGES := ./controllers/... ./pkg/controllermanager/... ./pkg/informermanager/... ./pkg/clusterclient/... ./pkg/sharding/... ./pkg/kubefedctl/... ./test/framework/...
 
 .PHONY: unit
 unit: ## Unit tests (no clusters); the packages that start goroutines again under the race detector.

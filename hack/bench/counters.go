@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,6 +19,31 @@ var (
 )
 
 var writeVerbs = []string{"POST", "PUT", "PATCH", "DELETE", "APPLY"}
+
+// otherWrites counts the host's writes of every other resource but
+// Leases (heartbeats, elections and fences, per cluster or replica and not
+// per object): objects the engine would add per object or per cluster,
+// such as Karmada's Work objects, show here.
+const otherWrites = "other"
+
+// parseOtherWrites sums the writes of resources neither in counted nor
+// Leases.
+func parseOtherWrites(metrics string, counted []string) float64 {
+	total := 0.0
+	for _, line := range strings.Split(metrics, "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") || !slices.ContainsFunc(writeVerbs, func(v string) bool { return strings.Contains(line, `verb="`+v+`"`) }) {
+			continue
+		}
+		if strings.Contains(line, `resource="leases"`) || slices.ContainsFunc(counted, func(r string) bool { return strings.Contains(line, `resource="`+r+`"`) }) {
+			continue
+		}
+		fields := strings.Fields(line)
+		if n, err := strconv.ParseFloat(fields[len(fields)-1], 64); err == nil {
+			total += n
+		}
+	}
+	return total
+}
 
 // writeCounts maps "cluster/resource" (and "cluster/resource/status") to the
 // number of writes its apiserver served so far.
@@ -44,6 +70,9 @@ func (e *env) countWrites(ctx context.Context) (writeCounts, error) {
 				return
 			}
 			counts := parseWrites(string(raw), counted)
+			if c == e.host {
+				counts[otherWrites] = parseOtherWrites(string(raw), counted)
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			for k, v := range counts {

@@ -23,6 +23,11 @@
 //	                1 s to every request, and the last member's apiserver stopped
 //	                with SIGSTOP; throughput and p99 to the other members as a
 //	                ratio to the healthy wave
+//	pull            two waves of -isolation-n objects each as fast as possible:
+//	                every member in push mode, then the last member joined in
+//	                pull mode with its agent running (a local process): the
+//	                pull member's throughput and p99 beside the push members'
+//	                and the limit's, and the host writes pull mode adds
 //	flip            -flip-n objects on the last member alone; then a wave of
 //	                -isolation-n objects at -rate to the others, once as is and
 //	                once while the last member turns NotReady and Ready again:
@@ -77,7 +82,7 @@ type options struct {
 
 // scenarioFlags are the names -scenarios accepts, in the order they run.
 // update, override, steady and delete work on the objects of create-rate.
-var scenarioFlags = []string{"create-rate", "update", "override", "steady", "delete", "create-max", "limit", "isolation", "flip", "scale-out"}
+var scenarioFlags = []string{"create-rate", "update", "override", "steady", "delete", "create-max", "limit", "isolation", "pull", "flip", "scale-out"}
 
 func parseFlags(args []string) (options, error) {
 	o := options{}

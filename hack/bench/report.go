@@ -49,13 +49,16 @@ type result struct {
 	// Seconds runs from the first write sent to the last effect seen.
 	Seconds float64 `json:"seconds"`
 	// Throughput is objects×clusters whose effect was seen, per second.
-	Throughput  float64  `json:"objectsClustersPerSecond"`
-	RatioLimit  float64  `json:"ratioToLimit,omitempty"`
-	PerCluster  *latency `json:"latencyPerCluster,omitempty"`
-	AllClusters *latency `json:"latencyAllClusters,omitempty"`
-	Released    *latency `json:"latencyFinalizerReleased,omitempty"`
-	Incomplete  int      `json:"incomplete"`
-	Errors      int      `json:"errors"`
+	Throughput float64  `json:"objectsClustersPerSecond"`
+	RatioLimit float64  `json:"ratioToLimit,omitempty"`
+	PerCluster *latency `json:"latencyPerCluster,omitempty"`
+	// ByCluster is each member's share: its copies per second, from the
+	// wave's first write to its last copy, and their latency.
+	ByCluster   map[string]*clusterResult `json:"byCluster,omitempty"`
+	AllClusters *latency                  `json:"latencyAllClusters,omitempty"`
+	Released    *latency                  `json:"latencyFinalizerReleased,omitempty"`
+	Incomplete  int                       `json:"incomplete"`
+	Errors      int                       `json:"errors"`
 	// MemberWrites are the writes of copies (deployments, configmaps,
 	// namespaces; not status) each member's apiserver served.
 	MemberWrites map[string]int `json:"memberWrites"`
@@ -63,6 +66,8 @@ type result struct {
 	// objects, status included; the bench's own writes are subtracted.
 	HostWrites int `json:"hostWrites"`
 	HostEvents int `json:"hostEvents"`
+	// HostOther are the host's writes of other resources but Leases.
+	HostOther int `json:"hostOtherWrites"`
 	// HostCost is the engine's host writes per federated object.
 	HostCost *hostWrites    `json:"hostWritesPerObject,omitempty"`
 	Counters map[string]int `json:"counters"`
@@ -74,6 +79,12 @@ type result struct {
 	// replica killed).
 	Duplicates *int     `json:"duplicatedCreates,omitempty"`
 	Notes      []string `json:"notes,omitempty"`
+}
+
+// clusterResult is one member's share of a wave.
+type clusterResult struct {
+	Throughput float64  `json:"objectsPerSecond"`
+	Latency    *latency `json:"latency,omitempty"`
 }
 
 // hostWrites are the engine's host writes per federated object of a wave:

@@ -117,6 +117,7 @@ func (r *runner) runAll(ctx context.Context) error {
 		{"create-max", scenarioCreateMax, func(ctx context.Context) error { return r.createWave(ctx, scenarioCreateMax, "m", n, 0) }},
 		{"limit", "limit", r.limitWaves},
 		{"isolation", "isolation", r.isolationWaves},
+		{"pull", "pull", r.pullWaves},
 		{"flip", "flip", r.flipWaves},
 		{"scale-out", "scale-out", r.scaleOutWaves},
 	}
@@ -217,6 +218,7 @@ func (r *runner) measured(ctx context.Context, res *result, body func() error) e
 	benchWrites := int(r.benchHostWrites.Load() - benchBefore)
 	res.HostWrites = d.sum(hostName, hostPropagationResource) - benchWrites
 	res.HostEvents = d.sum(hostName, func(r string) bool { return r == "events" })
+	res.HostOther = d.sum(hostName, func(r string) bool { return r == otherWrites })
 	res.HostCost = hostCost(d, benchWrites, res.HostEvents, res.Objects)
 	r.report.add(res)
 	logf("  %s: %d obj×cl in %.1fs (%.0f/s), p99 %s ms, host writes %d, CPU %.1fs, peak RSS %.0f MiB",
@@ -394,6 +396,8 @@ func fill(res *result, w *wave, members int) {
 	}
 	lastSeen := map[objectID]time.Time{}
 	seenIn := map[objectID]int{}
+	byCluster := map[string][]time.Duration{}
+	lastIn := map[string]time.Time{}
 	for k, at := range w.got {
 		sent, ok := sentFor(k)
 		if !ok {
@@ -404,6 +408,10 @@ func fill(res *result, w *wave, members int) {
 			continue
 		}
 		perCluster = append(perCluster, at.Sub(sent))
+		byCluster[k.cluster] = append(byCluster[k.cluster], at.Sub(sent))
+		if at.After(lastIn[k.cluster]) {
+			lastIn[k.cluster] = at
+		}
 		id := objectID{k.resource, k.name}
 		seenIn[id]++
 		if at.After(lastSeen[id]) {
@@ -420,6 +428,14 @@ func fill(res *result, w *wave, members int) {
 		}
 	}
 	res.PerCluster, res.AllClusters, res.Released = summarize(perCluster), summarize(all), summarize(released)
+	res.ByCluster = map[string]*clusterResult{}
+	for c, ds := range byCluster {
+		cr := &clusterResult{Latency: summarize(ds)}
+		if secs := lastIn[c].Sub(first).Seconds(); !first.IsZero() && secs > 0 {
+			cr.Throughput = float64(len(ds)) / secs
+		}
+		res.ByCluster[c] = cr
+	}
 	res.Incomplete = w.remaining
 	if !first.IsZero() && last.After(first) {
 		res.Seconds = last.Sub(first).Seconds()

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -17,6 +19,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -52,13 +56,25 @@ type AgentOptions struct {
 	// MetricsAddr and HealthAddr serve metrics and probes; "0" disables.
 	MetricsAddr string
 	HealthAddr  string
-	// Identity names this agent in its heartbeat Lease.
+	// Identity names this agent in its heartbeat Lease and, with
+	// LeaderElect, in the member's election Lease.
 	Identity string
+	// LeaderElect makes the agents of one member elect a leader on the
+	// Lease AgentLeaderElectionID in LeaderElectionNamespace of the member
+	// (the KubeFed namespace when empty): only the leader propagates and
+	// renews the heartbeat, so a rolling update or a second replica never
+	// has two agents write one cluster.
+	LeaderElect             bool
+	LeaderElectionNamespace string
 }
+
+// AgentLeaderElectionID is the member Lease a Pull-mode member's agents
+// elect their leader on.
+const AgentLeaderElectionID = corev1beta1.AgentLeaderElectionLeaseName
 
 // DefaultAgentOptions are the agent's flag defaults.
 func DefaultAgentOptions() AgentOptions {
-	return AgentOptions{KubeFedNamespace: corev1beta1.DefaultKubeFedNamespace, MetricsAddr: ":8080", HealthAddr: ":8081"}
+	return AgentOptions{KubeFedNamespace: corev1beta1.DefaultKubeFedNamespace, MetricsAddr: ":8080", HealthAddr: ":8081", LeaderElect: true}
 }
 
 // AddFlags registers the options as flags.
@@ -71,12 +87,19 @@ func (o *AgentOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.KubeFedNamespace, "kubefed-namespace", o.KubeFedNamespace, "Namespace of the KubeFed control plane on the host.")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", o.MetricsAddr, "Address the Prometheus metrics endpoint binds to; 0 disables it.")
 	fs.StringVar(&o.HealthAddr, "health-addr", o.HealthAddr, "Address the /healthz and /readyz endpoints bind to; 0 disables them.")
-	fs.StringVar(&o.Identity, "identity", o.Identity, "Holder identity in the heartbeat Lease, such as the Pod's name; the host name when empty.")
+	fs.StringVar(&o.Identity, "identity", o.Identity, "Holder identity in the heartbeat and election Leases, such as the Pod's name; the host name when empty.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader among this member's agents on the member's Lease "+AgentLeaderElectionID+"; only the leader propagates.")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Member namespace of the election Lease; --kubefed-namespace when empty.")
 }
 
 // Validate reports options that cannot work.
 func (o AgentOptions) Validate() error {
 	var errs []error
+	if ns := o.LeaderElectionNamespace; ns != "" {
+		if errs1 := validation.IsDNS1123Label(ns); len(errs1) > 0 {
+			errs = append(errs, fmt.Errorf("--leader-election-namespace %q is not a namespace name: %s", ns, strings.Join(errs1, "; ")))
+		}
+	}
 	if errs1 := validation.IsDNS1123Subdomain(o.ClusterName); o.ClusterName == "" || len(errs1) > 0 {
 		errs = append(errs, fmt.Errorf("--cluster-name must name this member's KubeFedCluster, a DNS subdomain; got %q", o.ClusterName))
 	}
@@ -130,7 +153,95 @@ func RunAgent(ctx context.Context, o AgentOptions) error {
 		return fmt.Errorf("host cluster client: %w", err)
 	}
 	log.Info("starting", "version", version.Get().String(), "cluster", o.ClusterName, "kubefedNamespace", o.KubeFedNamespace)
+	run := func(ctx context.Context) error { return runAgent(ctx, o, hostCfg, memberCfg, scheme, direct, hostKube) }
+	if !o.LeaderElect {
+		return run(ctx)
+	}
+	memberKube, err := kubernetes.NewForConfig(rest.AddUserAgent(rest.CopyConfig(memberCfg), "kubefed-agent-leader-election"))
+	if err != nil {
+		return fmt.Errorf("member cluster client: %w", err)
+	}
+	return leadAgent(ctx, o, memberKube, run)
+}
 
+// leadAgent runs run while this agent leads its member's agents. A lost
+// lease ends the process's work with an error, as the control plane's
+// manager does, so that its Pod starts again as a candidate.
+func leadAgent(ctx context.Context, o AgentOptions, memberKube kubernetes.Interface, run func(context.Context) error) error {
+	namespace := o.LeaderElectionNamespace
+	if namespace == "" {
+		namespace = o.KubeFedNamespace
+	}
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, namespace, AgentLeaderElectionID,
+		memberKube.CoreV1(), memberKube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: o.Identity})
+	if err != nil {
+		return err
+	}
+	log := ctrl.Log.WithName("agent")
+	// The election outlives ctx until run has stopped: the Lease is
+	// released only once no write of this agent can still be under way.
+	electCtx, stopElection := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopElection()
+	var (
+		started atomic.Bool
+		runErr  error
+		done    = make(chan struct{})
+	)
+	stopWaiting := context.AfterFunc(ctx, func() {
+		if !started.Load() {
+			stopElection()
+		}
+	})
+	defer stopWaiting()
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   15 * time.Second,
+		RenewDeadline:   10 * time.Second,
+		RetryPeriod:     2 * time.Second,
+		ReleaseOnCancel: true,
+		Name:            AgentLeaderElectionID,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(leading context.Context) {
+				started.Store(true)
+				defer close(done)
+				defer stopElection()
+				runCtx, cancel := context.WithCancel(ctx)
+				defer cancel()
+				// A lost lease stops the work at once.
+				defer context.AfterFunc(leading, cancel)()
+				log.Info("leading this member's agents", "lease", namespace+"/"+AgentLeaderElectionID, "identity", o.Identity)
+				runErr = run(runCtx)
+			},
+			OnStoppedLeading: func() {},
+			OnNewLeader: func(identity string) {
+				if identity != o.Identity {
+					log.Info("another agent leads this member; standing by", "leader", identity)
+				}
+			},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	log.Info("waiting to lead this member's agents", "lease", namespace+"/"+AgentLeaderElectionID, "identity", o.Identity)
+	elector.Run(electCtx)
+	if !started.Load() {
+		return nil
+	}
+	<-done
+	switch {
+	case runErr != nil:
+		return runErr
+	case ctx.Err() != nil:
+		return nil
+	}
+	return fmt.Errorf("lost the lease %s/%s to another agent", namespace, AgentLeaderElectionID)
+}
+
+// runAgent is RunAgent's work, for as long as ctx lasts.
+func runAgent(ctx context.Context, o AgentOptions, hostCfg, memberCfg *rest.Config, scheme *runtime.Scheme,
+	direct client.Client, hostKube kubernetes.Interface) error {
+	log := ctrl.Log.WithName("agent")
 	registry := clusterclient.NewRegistry(clusterclient.ConfigOptions{})
 	clients, err := registry.SetLocal(o.ClusterName, memberCfg)
 	if err != nil {

@@ -81,6 +81,8 @@ type joinOptions struct {
 	errorOnExisting bool
 	dryRun          bool
 	tokenWait       time.Duration
+	installAgent    bool
+	agentImage      string
 
 	// Tests shorten these.
 	pollInterval  time.Duration
@@ -109,6 +111,11 @@ func newJoinCommand(g *globalOptions, streams IOStreams) *cobra.Command {
 	flags.StringVar(&o.mode, "mode", modePush,
 		"push: the control plane reaches the member with a token join creates there (KubeFed's way). pull: the member is behind NAT or a firewall; "+
 			"its agent (controller-manager agent) reaches the host with a token join creates on the host, and the host stores no credential for the member.")
+	flags.BoolVar(&o.installAgent, "install-agent", true,
+		"With --mode pull: create the agent's Deployment "+AgentDeploymentName+" in the member. With false, join creates the credentials only; "+
+			"run the agent with the kubefed-agent chart or as a process. With --dry-run the Deployment is printed.")
+	flags.StringVar(&o.agentImage, "agent-image", DefaultAgentImage(),
+		"With --mode pull: the image of the agent's Deployment, which runs /controller-manager agent.")
 	flags.BoolVar(&o.errorOnExisting, "error-on-existing", true,
 		"Fail if the KubeFedCluster, or an object join did not create, already exists. If false, update existing objects to match.")
 	flags.DurationVar(&o.tokenWait, "token-wait", defaultTokenWait,
@@ -131,6 +138,9 @@ func (o *joinOptions) run(ctx context.Context, streams IOStreams) error {
 	case modePush, modePull:
 	default:
 		return fmt.Errorf("invalid --mode %q: must be %s or %s", o.mode, modePush, modePull)
+	}
+	if o.mode == modePull && o.installAgent && strings.TrimSpace(o.agentImage) == "" {
+		return fmt.Errorf("--agent-image is empty; name the image of the agent's Deployment, or pass --install-agent=false")
 	}
 	if o.mode == modePull && o.secretName != "" {
 		return fmt.Errorf("--secret-name names the host Secret with a member's token, which a pull-mode member has none of")
@@ -205,9 +215,19 @@ func (j *joiner) join(ctx context.Context) error {
 		return fmt.Errorf("join cluster %q: %w", j.reg.clusterName, err)
 	}
 	j.out.linef("Cluster %q joined (KubeFedCluster %s/%s)", j.reg.clusterName, j.reg.namespace, j.reg.clusterName)
-	if j.pull {
-		j.out.linef("Run its agent in %s: controller-manager agent --cluster-name %s --host-kubeconfig <key %s of Secret %s/%s in %s>",
-			j.mem.context, j.reg.clusterName, AgentHostKubeconfigKey, j.reg.namespace, AgentHostSecret, j.mem.context)
+	switch {
+	case !j.pull:
+	case j.opts.installAgent:
+		j.out.linef("Its agent runs in %s as Deployment %s/%s (image %s); the cluster turns Ready once the agent's heartbeat reaches the host",
+			j.mem.context, j.reg.namespace, AgentDeploymentName, j.opts.agentImage)
+		if j.opts.dryRun {
+			return j.printAgentManifest()
+		}
+	default:
+		j.out.linef("Run its agent in %s: helm install kubefed-agent charts/kubefed-agent -n %s --set clusterName=%s, "+
+			"or controller-manager agent --cluster-name %s --host-kubeconfig <key %s of Secret %s/%s in %s>",
+			j.mem.context, j.reg.namespace, j.reg.clusterName,
+			j.reg.clusterName, AgentHostKubeconfigKey, j.reg.namespace, AgentHostSecret, j.mem.context)
 	}
 	return nil
 }
@@ -251,6 +271,7 @@ func (j *joiner) plan(ctx context.Context) ([]*step, error) {
 		agentSteps, err := planAgentAccountRemoval(ctx, j.host, j.reg, true)
 		plan.steps = append(plan.steps, agentSteps...)
 		add(nil, err)
+		add(planAgentDeploymentRemoval(ctx, j.mem, j.reg))
 		add(planDelete(ctx, j.mem, j.mem.kube.CoreV1().Secrets(j.reg.namespace),
 			objectRef{Kind: "Secret", Namespace: j.reg.namespace, Name: AgentHostSecret},
 			func(s *corev1.Secret) bool { return !j.reg.createdForRegistration(s.Labels) }))

@@ -102,6 +102,9 @@ func (j *joiner) planPull(ctx context.Context) ([]*step, error) {
 	}.plan(ctx))
 	add(agent.planTokenSecret(ctx))
 	add(j.planAgentHostSecret(agent))
+	if j.opts.installAgent {
+		add(j.planAgentDeployment(ctx))
+	}
 	// The host Secret of an earlier push join: the host keeps no
 	// credential of a Pull-mode member.
 	if j.existing != nil && j.existing.Spec.SecretRef.Name != "" {

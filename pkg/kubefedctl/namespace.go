@@ -46,6 +46,14 @@ func systemObject(gr schema.GroupResource, m *metav1.PartialObjectMetadata) bool
 	return false
 }
 
+// ownedByWorkload reports objects a workload controls (a Pod of a
+// ReplicaSet of a Deployment): they go with it, and the workload, in the
+// same namespace, is judged itself.
+func ownedByWorkload(m *metav1.PartialObjectMetadata) bool {
+	owner := metav1.GetControllerOfNoCopy(m)
+	return owner != nil && strings.HasPrefix(owner.APIVersion, "apps/")
+}
+
 // foreignObjects lists, as "Kind name", what a namespace holds besides the
 // system objects and the objects in ignore. It looks at every listable
 // namespaced resource the cluster serves, custom ones included, because
@@ -78,7 +86,7 @@ func foreignObjects(ctx context.Context, c *cluster, namespace string, ignore ma
 			}
 			for i := range items.Items {
 				item := &items.Items[i]
-				if systemObject(gr, item) || ignore[objectKey{group: gv.Group, kind: r.Kind, name: item.Name}] {
+				if systemObject(gr, item) || ignore[objectKey{group: gv.Group, kind: r.Kind, name: item.Name}] || ownedByWorkload(item) {
 					continue
 				}
 				found = append(found, r.Kind+" "+item.Name)

@@ -103,7 +103,10 @@ type clusterReadiness struct {
 	// Joined is false for a cluster that only an object's status names,
 	// such as one its placement lists but that is not joined.
 	Joined bool `json:"joined"`
-	Ready  bool `json:"ready"`
+	// Mode is Push or Pull (an agent in the member reports); empty when
+	// not joined.
+	Mode  corev1beta1.ClusterMode `json:"mode,omitempty"`
+	Ready bool                    `json:"ready"`
 	// Reason is the Ready condition's reason when the cluster is not ready.
 	Reason string `json:"reason,omitempty"`
 }
@@ -308,7 +311,10 @@ func buildStatusReport(joined []corev1beta1.KubeFedCluster, objects []unstructur
 	known := map[string]bool{}
 	sort.Slice(joined, func(i, j int) bool { return joined[i].Name < joined[j].Name })
 	for _, c := range joined {
-		r := clusterReadiness{Name: c.Name, Joined: true}
+		r := clusterReadiness{Name: c.Name, Joined: true, Mode: corev1beta1.ClusterModePush}
+		if c.PullMode() {
+			r.Mode = corev1beta1.ClusterModePull
+		}
 		for _, cond := range c.Status.Conditions {
 			if cond.Type == corev1beta1.ClusterReady {
 				r.Ready = cond.Status == corev1.ConditionTrue
@@ -516,6 +522,15 @@ func printStatusTable(out io.Writer, r statusReport, now time.Time, wide, withNa
 			}
 		}
 		fmt.Fprintf(out, "Not ready: %s.\n", strings.Join(names, ", "))
+	}
+	var pulled []string
+	for _, c := range r.Clusters {
+		if c.Mode == corev1beta1.ClusterModePull {
+			pulled = append(pulled, c.Name)
+		}
+	}
+	if len(pulled) > 0 {
+		fmt.Fprintf(out, "Pull mode: %s (an agent in the member propagates and reports).\n", strings.Join(pulled, ", "))
 	}
 	for _, c := range r.Clusters {
 		if !c.Joined {

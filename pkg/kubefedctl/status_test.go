@@ -83,8 +83,15 @@ func kubeFedClusterFixture(name string, created time.Duration, ready *corev1.Con
 	return c
 }
 
+// pullMode makes a fixture a Pull-mode member, which has no Secret.
+func pullMode(c *corev1beta1.KubeFedCluster) *corev1beta1.KubeFedCluster {
+	c.Spec.Mode, c.Spec.SecretRef = corev1beta1.ClusterModePull, corev1beta1.LocalSecretReference{}
+	return c
+}
+
 // newStatusHost is a host with four federated types enabled, three joined
-// members (ready, offline, not yet probed) and federated objects in every
+// members (ready, offline, and member3 in Pull mode that has not reported)
+// and federated objects in every
 // state status reports:
 //
 //	demo/web       FederatedDeployment   OK in member1, ClusterNotReady in member2
@@ -126,7 +133,7 @@ func newStatusHost(t *testing.T) *typesHost {
 		kubeFedClusterFixture("member2", 26*time.Hour, &isFalse, corev1beta1.ReasonClusterNotReachable, corev1beta1.KubeFedClusterStatus{
 			KubernetesVersion: "v1.36.4", NodeSummary: &corev1beta1.NodeSummary{TotalNum: 5, ReadyNum: 4},
 		}),
-		kubeFedClusterFixture("member3", 90*time.Second, nil, "", corev1beta1.KubeFedClusterStatus{}),
+		pullMode(kubeFedClusterFixture("member3", 90*time.Second, nil, "", corev1beta1.KubeFedClusterStatus{})),
 	} {
 		if err := h.fed.Create(ctx, c); err != nil {
 			t.Fatal(err)

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -214,7 +216,8 @@ func (u *unjoiner) planMember(ctx context.Context) ([]*step, error) {
 		}
 		add(planDelete[*corev1.ServiceAccount](ctx, m, m.kube.CoreV1().ServiceAccounts(r.namespace),
 			objectRef{Kind: "ServiceAccount", Namespace: r.namespace, Name: r.serviceAccountName()}, nil))
-		// A Pull-mode member's agent's way to the host.
+		// A Pull-mode member's agent and its way to the host.
+		add(planAgentDeploymentRemoval(ctx, m, r))
 		add(planDelete(ctx, m, m.kube.CoreV1().Secrets(r.namespace),
 			objectRef{Kind: "Secret", Namespace: r.namespace, Name: AgentHostSecret},
 			func(s *corev1.Secret) bool { return !r.createdForRegistration(s.Labels) }))
@@ -265,8 +268,11 @@ func (u *unjoiner) removeNamespace(ctx context.Context, deleted []*step) error {
 	if !createdByJoin(ns.Labels) {
 		return keep("it was not created by kubefedctl join")
 	}
-	// In a dry run the objects unjoin would delete are still there.
-	ignore := map[objectKey]bool{}
+	// In a dry run the objects unjoin would delete are still there. The
+	// agents' election Lease goes with them: they wrote it, not a user.
+	ignore := map[objectKey]bool{
+		{group: coordinationv1.GroupName, kind: "Lease", name: corev1beta1.AgentLeaderElectionLeaseName}: true,
+	}
 	for _, s := range deleted {
 		if s.ref.Namespace == ns.Name {
 			ignore[objectKey{group: groupOfKind(s.ref.Kind), kind: s.ref.Kind, name: s.ref.Name}] = true
@@ -296,10 +302,23 @@ func (u *unjoiner) removeNamespace(ctx context.Context, deleted []*step) error {
 
 // groupOfKind is the API group of the kinds unjoin deletes in a namespace.
 func groupOfKind(kind string) string {
-	if kind == "Role" || kind == "RoleBinding" {
+	switch kind {
+	case "Role", "RoleBinding":
 		return rbacv1.GroupName
+	case "Deployment":
+		return appsv1.GroupName
+	case "Lease":
+		return coordinationv1.GroupName
 	}
 	return ""
+}
+
+// planAgentDeploymentRemoval plans the deletion of the agent Deployment
+// join created in a member; one join did not create stays.
+func planAgentDeploymentRemoval(ctx context.Context, m *cluster, r registration) (*step, error) {
+	return planDelete(ctx, m, m.kube.AppsV1().Deployments(r.namespace),
+		objectRef{Kind: "Deployment", Namespace: r.namespace, Name: AgentDeploymentName},
+		func(d *appsv1.Deployment) bool { return !r.createdForRegistration(d.Labels) })
 }
 
 // planHost plans the deletion of the KubeFedCluster, then of its Secret and

@@ -192,6 +192,8 @@ func (cp *controlPlane) checkRights(ctx context.Context, t *testing.T) {
 		{verb: "watch", resource: "secrets", namespace: ns},
 		{verb: "create", group: "coordination.k8s.io", resource: "leases", namespace: ns},
 		{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: ns, name: "kubefed-controller-manager"},
+		// Pull-mode members' heartbeats.
+		{verb: "get", group: "coordination.k8s.io", resource: "leases", namespace: ns, name: "kubefed-agent-edge1"},
 		{verb: "create", resource: "events", namespace: ns},
 		{verb: "patch", group: "events.k8s.io", resource: "events", namespace: ns},
 		{verb: "watch", group: "core.kubefed.io", resource: "kubefedclusters", namespace: ns},

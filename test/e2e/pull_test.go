@@ -15,8 +15,10 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,11 +42,12 @@ var _ = Describe("Pull mode", Ordered, func() {
 		hostKC    string
 		member2   *framework.Cluster
 	)
+	// The agent runs as the Deployment join put into member2 would run it:
+	// its arguments, the Secret it mounts, the token of its ServiceAccount.
+	var agentArgs []string
 	startAgent := func() {
 		GinkgoHelper()
-		agent = exec.Command(fw.Bin("controller-manager"), "agent", "--cluster-name", member2.Name,
-			"--host-kubeconfig", hostKC, "--kubeconfig", fw.Kubeconfig, "--context", member2.Name,
-			"--metrics-addr", "0", "--health-addr", "0", "--identity", "e2e-agent")
+		agent = exec.Command(fw.Bin("controller-manager"), agentArgs...)
 		logFile, err := os.OpenFile(filepath.Join(GinkgoT().TempDir(), "agent.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		Expect(err).NotTo(HaveOccurred())
 		agent.Stdout, agent.Stderr = logFile, logFile
@@ -75,15 +78,19 @@ var _ = Describe("Pull mode", Ordered, func() {
 				// As the specs before left it: joined in push mode.
 				_, errOut, err := fw.Kubefedctl(ctx, "join", member2.Name, "--cluster-context", member2.Name, "--host-cluster-context", fw.Host.Name, "--error-on-existing=false")
 				Expect(err).NotTo(HaveOccurred(), errOut)
+				// Back in push mode, the agent's Deployment is gone.
+				err = member2.Client.Get(ctx, client.ObjectKey{Namespace: kubefedNS, Name: kubefedctl.AgentDeploymentName}, &appsv1.Deployment{})
+				Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the agent's Deployment after a push join: %v", err)
 			}
 		})
 		startFederation(ctx, fastProbeConfig(), pullNS, &cm)
 		// member2 again, in Pull mode.
 		_, errOut, err := fw.Kubefedctl(ctx, "unjoin", member2.Name, "--cluster-context", member2.Name, "--host-cluster-context", fw.Host.Name)
 		Expect(err).NotTo(HaveOccurred(), errOut)
-		out, errOut, err := fw.Kubefedctl(ctx, "join", member2.Name, "--mode", "pull", "--cluster-context", member2.Name, "--host-cluster-context", fw.Host.Name)
+		out, errOut, err := fw.Kubefedctl(ctx, "join", member2.Name, "--mode", "pull", "--agent-image", "e2e.example/kubefed:test",
+			"--cluster-context", member2.Name, "--host-cluster-context", fw.Host.Name)
 		Expect(err).NotTo(HaveOccurred(), errOut)
-		Expect(out).To(ContainSubstring("controller-manager agent --cluster-name " + member2.Name))
+		Expect(out).To(ContainSubstring("Deployment " + kubefedNS + "/" + kubefedctl.AgentDeploymentName + " created in " + member2.Name))
 
 		kfc := &corev1beta1.KubeFedCluster{}
 		Expect(fw.Host.Client.Get(ctx, client.ObjectKey{Namespace: kubefedNS, Name: member2.Name}, kfc)).To(Succeed())
@@ -104,11 +111,18 @@ var _ = Describe("Pull mode", Ordered, func() {
 			Expect(s.Name).To(Equal("kubefed-agent-"+member2.Name+"-token"), "a host Secret for member2 that is not its agent's own token")
 		}
 
-		// The agent's host kubeconfig, as the member holds it.
-		secret := &corev1.Secret{}
-		Expect(member2.Client.Get(ctx, client.ObjectKey{Namespace: kubefedNS, Name: kubefedctl.AgentHostSecret}, secret)).To(Succeed())
-		hostKC = filepath.Join(GinkgoT().TempDir(), "agent-host.kubeconfig")
-		Expect(os.WriteFile(hostKC, secret.Data[kubefedctl.AgentHostKubeconfigKey], 0o600)).To(Succeed())
+		// The agent's Deployment in member2 (no node runs its Pod here).
+		deployment := &appsv1.Deployment{}
+		Expect(member2.Client.Get(ctx, client.ObjectKey{Namespace: kubefedNS, Name: kubefedctl.AgentDeploymentName}, deployment)).To(Succeed())
+		pod := deployment.Spec.Template.Spec
+		Expect(pod.Containers[0].Image).To(Equal("e2e.example/kubefed:test"))
+		// The agent's host kubeconfig, as the Pod mounts it.
+		Expect(pod.Volumes[0].Secret.SecretName).To(Equal(kubefedctl.AgentHostSecret))
+		dir := GinkgoT().TempDir()
+		agentArgs, err = framework.AgentArgs(ctx, member2, deployment, dir, "e2e-agent")
+		Expect(err).NotTo(HaveOccurred())
+		hostKC = filepath.Join(dir, "host-"+kubefedctl.AgentHostKubeconfigKey)
+		Expect(agentArgs).To(ContainElements("agent", "--cluster-name="+member2.Name, "--leader-elect=true", "--identity=e2e-agent", "--host-kubeconfig="+hostKC))
 
 		// Without an agent the member is out of reach.
 		Eventually(kfcCondition).WithContext(ctx).WithTimeout(30 * time.Second).Should(Equal("False/ClusterNotReady"))
@@ -168,6 +182,58 @@ var _ = Describe("Pull mode", Ordered, func() {
 		Expect(fw.Host.Client.Delete(ctx, fedGet(ctx, "Deployment", pullNS, "web"))).To(Succeed())
 		Eventually(replicas(member2)).WithTimeout(60 * time.Second).Should(Equal(int64(-1)))
 		Eventually(func() bool { return fedGet(ctx, "Deployment", pullNS, "web") == nil }).WithTimeout(60 * time.Second).Should(BeTrue())
+	})
+
+	It("splits an RSP's replicas onto the pull member, adopts what it holds and orphans on request, as for push members", func(ctx context.Context) {
+		By("a ReplicaSchedulingPreference over a push and the pull member")
+		labels := map[string]any{"app": "split"}
+		Expect(fw.Host.Client.Create(ctx, fedObject("Deployment", pullNS, "split", map[string]any{"spec": map[string]any{
+			"replicas": int64(1), "selector": map[string]any{"matchLabels": labels},
+			"template": map[string]any{"metadata": map[string]any{"labels": labels},
+				"spec": map[string]any{"containers": []any{map[string]any{"name": "web", "image": "nginx:1.27"}}}},
+		}}, []string{"member1", member2.Name}, nil))).To(Succeed())
+		replicasIn := func(c *framework.Cluster) func() int64 {
+			return func() int64 {
+				d := memberObject(ctx, c, "apps/v1", "Deployment", pullNS, "split")
+				if d == nil {
+					return -1
+				}
+				n, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas")
+				return n
+			}
+		}
+		Expect(fw.Host.Client.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "scheduling.kubefed.io/v1alpha1", "kind": "ReplicaSchedulingPreference",
+			"metadata": map[string]any{"name": "split", "namespace": pullNS},
+			"spec": map[string]any{"targetKind": "FederatedDeployment", "totalReplicas": int64(6), "clusters": map[string]any{
+				"member1": map[string]any{"weight": int64(2)}, member2.Name: map[string]any{"weight": int64(1)}}},
+		}})).To(Succeed())
+		Eventually(replicasIn(member2)).WithTimeout(60 * time.Second).Should(Equal(int64(2)))
+		Eventually(replicasIn(fw.Members[0])).WithTimeout(60 * time.Second).Should(Equal(int64(4)))
+
+		By("adopting a ConfigMap the pull member already has")
+		Expect(member2.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "adopt-me", Namespace: pullNS}, Data: map[string]string{"old": "1"}})).To(Succeed())
+		Expect(fw.Host.Client.Create(ctx, fedObject("ConfigMap", pullNS, "adopt-me", map[string]any{"data": map[string]any{"new": "1"}}, []string{member2.Name}, nil))).To(Succeed())
+		Eventually(func(g Gomega) {
+			c := &corev1.ConfigMap{}
+			g.Expect(member2.Client.Get(ctx, client.ObjectKey{Namespace: pullNS, Name: "adopt-me"}, c)).To(Succeed())
+			g.Expect(c.Data).To(Equal(map[string]string{"new": "1"}))
+			g.Expect(c.Labels).To(HaveKeyWithValue(corev1beta1.ManagedByKubeFedLabelKey, "true"))
+		}).WithTimeout(60 * time.Second).Should(Succeed())
+
+		By("orphaning the pull member's copy on deletion")
+		orphan := fedObject("ConfigMap", pullNS, "orphan", map[string]any{"data": map[string]any{"k": "v"}}, []string{member2.Name}, nil)
+		orphan.SetAnnotations(map[string]string{corev1beta1.OrphanManagedResourcesAnnotation: "true"})
+		Expect(fw.Host.Client.Create(ctx, orphan)).To(Succeed())
+		Eventually(func() *unstructured.Unstructured {
+			return memberObject(ctx, member2, "v1", "ConfigMap", pullNS, "orphan")
+		}).
+			WithTimeout(60 * time.Second).ShouldNot(BeNil())
+		Expect(fw.Host.Client.Delete(ctx, orphan)).To(Succeed())
+		Eventually(func() bool { return fedGet(ctx, "ConfigMap", pullNS, "orphan") == nil }).WithTimeout(60 * time.Second).Should(BeTrue())
+		o := memberObject(ctx, member2, "v1", "ConfigMap", pullNS, "orphan")
+		Expect(o).NotTo(BeNil(), "the orphaned copy")
+		Expect(o.GetLabels()).NotTo(HaveKey(corev1beta1.ManagedByKubeFedLabelKey))
 	})
 
 	It("gives the agent's host token no Secret and no other cluster", func(ctx context.Context) {

@@ -43,6 +43,18 @@ func (f *Framework) StartControllerManager(ctx context.Context, dir string, extr
 // kubeconfig context of a host cluster with its log in dir, and waits
 // until its health endpoint answers; the benchmark uses it too.
 func StartControllerManager(ctx context.Context, binary, kubeconfig, hostContext, dir string, extraArgs ...string) (*ControllerManager, error) {
+	return startManager(ctx, binary, nil, kubeconfig, hostContext, dir, extraArgs)
+}
+
+// StartAgent runs `controller-manager agent` for a Pull-mode member against
+// the kubeconfig context of that member, its log in dir, and waits until
+// its health endpoint answers; extraArgs name the cluster and the host
+// kubeconfig.
+func StartAgent(ctx context.Context, binary, kubeconfig, memberContext, dir string, extraArgs ...string) (*ControllerManager, error) {
+	return startManager(ctx, binary, []string{"agent"}, kubeconfig, memberContext, dir, extraArgs)
+}
+
+func startManager(ctx context.Context, binary string, command []string, kubeconfig, kubeContext, dir string, extraArgs []string) (*ControllerManager, error) {
 	metrics, err := freeLoopbackAddr()
 	if err != nil {
 		return nil, err
@@ -60,10 +72,10 @@ func StartControllerManager(ctx context.Context, binary, kubeconfig, hostContext
 		return nil, err
 	}
 	defer logFile.Close()
-	args := append([]string{
-		"--kubeconfig", kubeconfig, "--context", hostContext,
+	args := append(append(command,
+		"--kubeconfig", kubeconfig, "--context", kubeContext,
 		"--metrics-addr", metrics, "--health-addr", health,
-	}, extraArgs...)
+	), extraArgs...)
 	cmd := exec.Command(binary, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// The controller-manager dies with the test process, even a killed one.

@@ -11,6 +11,9 @@ const (
 	// ControllerManagerLeaseName is the Lease the controller-manager
 	// replicas elect their leader on, in the KubeFed namespace.
 	ControllerManagerLeaseName = "kubefed-controller-manager"
+	// AgentLeaderElectionLeaseName is the Lease a Pull-mode member's agents
+	// elect their leader on, in the member's KubeFed namespace.
+	AgentLeaderElectionLeaseName = "kubefed-agent"
 
 	// ManagedByKubeFedLabelKey marks member objects the control plane manages.
 	ManagedByKubeFedLabelKey = "kubefed.io/managed"
