@@ -401,6 +401,21 @@ func (e *Engine) pulled(cluster string) bool {
 	return e.opts.Pulled != nil && e.opts.Pulled.Pulled(cluster)
 }
 
+// standsIn reports whether the control plane writes a Pull-mode member's
+// entries for it: while the member is not ready (its agent gone, or its
+// heartbeat saying so), as ClusterNotReady, which is what a push member
+// that is not ready shows. With scale-out, one replica by hashing does.
+// An agent never stands in for its own cluster.
+func (e *Engine) standsIn(cluster string, set placement.ClusterSet) bool {
+	if e.opts.Agent || !e.pulled(cluster) {
+		return false
+	}
+	if c, joined := set.Get(cluster); !joined || c.Ready {
+		return false
+	}
+	return e.opts.Shard == nil || e.opts.Shard.Assigned(cluster)
+}
+
 // anyPulled reports whether some member is in Pull mode: its agent writes
 // status entries too.
 func (e *Engine) anyPulled() bool {

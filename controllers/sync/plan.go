@@ -102,6 +102,10 @@ type objectState struct {
 	// members it served when the state was planned: the status entries it
 	// speaks for. Nil speaks for every member.
 	held map[string]bool
+	// standIn are the Pull-mode members, not ready when the state was
+	// planned, whose ClusterNotReady entries the control plane writes: an
+	// agent that is gone cannot say so itself.
+	standIn map[string]bool
 }
 
 // covers reports whether the state speaks for a joined member.

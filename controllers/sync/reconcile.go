@@ -219,6 +219,13 @@ func (w *typeWorker) plan(key string, fed *unstructured.Unstructured, priority i
 	for _, name := range res.Clusters {
 		placed[name] = true
 		if !st.covers(name) {
+			if w.e.standsIn(name, set) {
+				if st.standIn == nil {
+					st.standIn = map[string]bool{}
+				}
+				st.standIn[name] = true
+				local(outcome{cluster: name, listed: true, status: typesv1beta1.ClusterNotReady})
+			}
 			continue
 		}
 		if c, _ := set.Get(name); !c.Ready {

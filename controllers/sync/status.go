@@ -300,7 +300,9 @@ func (w *typeWorker) speaksFor(st *objectState) func(string) bool {
 	set := w.e.clusterSet()
 	return func(c string) bool {
 		if _, joined := set.Get(c); joined {
-			return st.held[c] && w.e.serves(c)
+			// A stand-in entry only while the member is still not ready:
+			// once Ready, its agent writes it again.
+			return st.held[c] && w.e.serves(c) || st.standIn[c] && w.e.standsIn(c, set)
 		}
 		return shard == nil || shard.Assigned(c)
 	}

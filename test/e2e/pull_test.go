@@ -293,7 +293,18 @@ var _ = Describe("Pull mode", Ordered, func() {
 			return conditionState(ctx, member2.Name, corev1beta1.ClusterOffline)
 		}).WithTimeout(60 * time.Second).Should(Equal("True/ClusterNotReachable"))
 		Expect(kfcCondition(ctx)).To(Equal("False/ClusterNotReady"))
+		// As for a push member that is not ready, the objects placed on it
+		// say so: the control plane writes the entries its agent cannot.
+		for _, name := range []string{"wave-0", "wave-29"} {
+			Eventually(func() string { return propagationState(fedGet(ctx, "ConfigMap", pullNS, name)) }).
+				WithTimeout(30*time.Second).Should(Equal("False/CheckClusters| "+member2.Name+"=ClusterNotReady"), name)
+		}
 		startAgent()
 		Eventually(kfcCondition).WithContext(ctx).WithTimeout(60 * time.Second).Should(Equal("True/ClusterReady"))
+		// Back, the agent reports its copies again.
+		for _, name := range []string{"wave-0", "wave-29"} {
+			Eventually(func() string { return propagationState(fedGet(ctx, "ConfigMap", pullNS, name)) }).
+				WithTimeout(60*time.Second).Should(Equal("True| "+member2.Name), name)
+		}
 	})
 })

@@ -1,0 +1,78 @@
+package sync
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	fakeclient "sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
+	"github.com/kubefed-io/kubefed/pkg/placement"
+)
+
+type fakePulled map[string]bool
+
+func (f fakePulled) Pulled(c string) bool { return f[c] }
+func (f fakePulled) Any() bool            { return len(f) > 0 }
+
+type assignedShard struct{ assigned map[string]bool }
+
+func (assignedShard) Holds(string) bool                      { return true }
+func (s assignedShard) Assigned(c string) bool               { return s.assigned[c] }
+func (assignedShard) WriteDeadline(string) (time.Time, bool) { return time.Time{}, true }
+
+// The control plane writes a Pull-mode member's entries while the member
+// is not ready, as a push member's would show ClusterNotReady, and stops
+// once it is Ready (its agent writes them); an agent never stands in, nor
+// does a replica the member's name does not hash to.
+func TestStandsInForPullMembersThatAreNotReady(t *testing.T) {
+	set := placement.NewClusterSet([]placement.Cluster{{Name: "edge-down"}, {Name: "edge-up", Ready: true}, {Name: "push-down"}})
+	e := &Engine{opts: Options{Pulled: fakePulled{"edge-down": true, "edge-up": true}}}
+	for c, want := range map[string]bool{"edge-down": true, "edge-up": false, "push-down": false, "unjoined": false} {
+		if got := e.standsIn(c, set); got != want {
+			t.Errorf("standsIn(%s) = %v, want %v", c, got, want)
+		}
+	}
+	agent := &Engine{opts: Options{Pulled: fakePulled{"edge-down": true}, Agent: true}}
+	if agent.standsIn("edge-down", set) {
+		t.Error("an agent stands in for its own cluster")
+	}
+	sharded := &Engine{opts: Options{Pulled: fakePulled{"edge-down": true}, Shard: assignedShard{assigned: map[string]bool{}}}}
+	if sharded.standsIn("edge-down", set) {
+		t.Error("a replica the member does not hash to stands in")
+	}
+
+	// The entry is spoken for only while the member is still not ready, as
+	// the KubeFedClusters say when the status is written.
+	scheme := runtime.NewScheme()
+	if err := corev1beta1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	kfc := func(name string, ready corev1.ConditionStatus) *corev1beta1.KubeFedCluster {
+		return &corev1beta1.KubeFedCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-federation-system"},
+			Spec:       corev1beta1.KubeFedClusterSpec{Mode: corev1beta1.ClusterModePull},
+			Status:     corev1beta1.KubeFedClusterStatus{Conditions: []corev1beta1.ClusterCondition{{Type: corev1beta1.ClusterReady, Status: ready}}},
+		}
+	}
+	down := kfc("edge-down", corev1.ConditionFalse)
+	c := fakeclient.NewClientBuilder().WithScheme(scheme).WithObjects(down, kfc("edge-up", corev1.ConditionTrue)).WithStatusSubresource(down).Build()
+	e.ctx, e.opts.Client, e.opts.Namespace = context.Background(), c, "kube-federation-system"
+	w := &typeWorker{e: e}
+	st := &objectState{held: map[string]bool{}, standIn: map[string]bool{"edge-down": true}}
+	keep := w.speaksFor(st)
+	if !keep("edge-down") || keep("edge-up") {
+		t.Errorf("speaks for edge-down %v, edge-up %v", keep("edge-down"), keep("edge-up"))
+	}
+	down.Status.Conditions[0].Status = corev1.ConditionTrue
+	if err := c.Status().Update(context.Background(), down); err != nil {
+		t.Fatal(err)
+	}
+	if w.speaksFor(st)("edge-down") {
+		t.Error("speaks for a pull member's entry after it turned Ready")
+	}
+}
