@@ -79,6 +79,9 @@ type observation struct {
 	// malformed marks a configuration that could not be probed at all; its
 	// health is HealthNotReady and reachability is unknown.
 	malformed bool
+	// agentSummary is what a Pull-mode member's agent read of its cluster,
+	// in its heartbeat; the control plane cannot read it itself.
+	agentSummary *summary
 }
 
 func (o observation) ready() bool { return o.health == HealthReady }

@@ -2,12 +2,16 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
 
 	fedv1b1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
 )
@@ -53,10 +57,64 @@ func (w *worker) observeAgent(ctx context.Context, cluster *fedv1b1.KubeFedClust
 	}
 	switch health := lease.Annotations[AgentHealthAnnotation]; health {
 	case "ok":
-		return observation{health: HealthReady}, nil
+		return observation{health: HealthReady, agentSummary: agentSummary(&lease)}, nil
 	case "":
 		return observation{health: HealthNotReady, message: fmt.Sprintf("the agent's Lease %s says nothing of its cluster's health", key.Name)}, nil
 	default:
 		return observation{health: HealthNotReady, message: "the agent reports: " + health}, nil
 	}
+}
+
+// AgentSummaryAnnotation on an agent's heartbeat Lease holds, as JSON, what
+// the agent read of its cluster the way the control plane reads a push
+// member (CollectAgentSummary): version, nodes, zones, region, resources.
+// The control plane copies it into the KubeFedCluster's status.
+const AgentSummaryAnnotation = "kubefed.io/agent-summary"
+
+// AgentSummary is the JSON of AgentSummaryAnnotation. The API enablements
+// are left out: the agent discovers its own cluster's types, and the list
+// would ride on every heartbeat.
+type AgentSummary struct {
+	KubernetesVersion string               `json:"kubernetesVersion,omitempty"`
+	Nodes             *fedv1b1.NodeSummary `json:"nodes,omitempty"`
+	Zones             []string             `json:"zones,omitempty"`
+	Region            *string              `json:"region,omitempty"`
+	Allocatable       corev1.ResourceList  `json:"allocatable,omitempty"`
+	Allocated         corev1.ResourceList  `json:"allocated,omitempty"`
+}
+
+// CollectAgentSummary reads an agent's own cluster as the control plane
+// reads a push member; what fails is left out and reported in the error.
+func CollectAgentSummary(ctx context.Context, kube kubernetes.Interface, disc discovery.DiscoveryInterface) (AgentSummary, error) {
+	s, err := collectSummary(ctx, kube, disc, nil)
+	out := AgentSummary{KubernetesVersion: s.kubernetesVersion}
+	if s.nodes != nil {
+		count := s.nodes.count
+		out.Nodes, out.Zones, out.Region, out.Allocatable = &count, s.nodes.zones, s.nodes.region, s.nodes.allocatable
+	}
+	if s.hasAllocated {
+		out.Allocated = s.allocated
+	}
+	return out, err
+}
+
+// agentSummary reads a heartbeat's summary, nil when it has none or it
+// cannot be read.
+func agentSummary(lease *coordinationv1.Lease) *summary {
+	raw := lease.Annotations[AgentSummaryAnnotation]
+	if raw == "" {
+		return nil
+	}
+	var a AgentSummary
+	if err := json.Unmarshal([]byte(raw), &a); err != nil {
+		return nil
+	}
+	s := &summary{kubernetesVersion: a.KubernetesVersion}
+	if a.Nodes != nil {
+		s.nodes = &nodesSummary{count: *a.Nodes, zones: a.Zones, region: a.Region, allocatable: a.Allocatable}
+	}
+	if a.Allocated != nil {
+		s.allocated, s.hasAllocated = a.Allocated, true
+	}
+	return s
 }

@@ -31,13 +31,14 @@ func TestPullModeMemberHealthFromTheAgentsHeartbeat(t *testing.T) {
 		t.Error("no message on Ready")
 	}
 
+	summary := `{"kubernetesVersion":"v1.37.2","nodes":{"totalNum":3,"readyNum":2},"zones":["r1-a","r1-b"],"region":"r1","allocatable":{"cpu":"12"},"allocated":{"cpu":"1500m"}}`
 	renew := func(health string) {
 		t.Helper()
 		// The agent's clock is an hour behind: only changes of the Lease
 		// count, by the controller's own clock.
 		now := metav1.NewMicroTime(time.Now().Add(-time.Hour))
 		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: fedv1b1.AgentLeaseName("edge"), Namespace: ns,
-			Annotations: map[string]string{AgentHealthAnnotation: health}}, Spec: coordinationv1.LeaseSpec{RenewTime: &now}}
+			Annotations: map[string]string{AgentHealthAnnotation: health, AgentSummaryAnnotation: summary}}, Spec: coordinationv1.LeaseSpec{RenewTime: &now}}
 		existing := &coordinationv1.Lease{}
 		if err := h.client.Get(h.ctx, client.ObjectKeyFromObject(lease), existing); err == nil {
 			existing.Annotations, existing.Spec.RenewTime = lease.Annotations, lease.Spec.RenewTime
@@ -65,6 +66,18 @@ func TestPullModeMemberHealthFromTheAgentsHeartbeat(t *testing.T) {
 	}()
 	eventually(t, 5*time.Second, "edge Ready on its agent's heartbeat", func() bool {
 		return h.condition("edge", fedv1b1.ClusterReady) == "True/ClusterReady"
+	})
+	// What the agent read of its cluster is the KubeFedCluster's status,
+	// as the control plane's own reading of a push member would be.
+	eventually(t, 5*time.Second, "edge's version, nodes and resources from the heartbeat", func() bool {
+		got := &fedv1b1.KubeFedCluster{}
+		if err := h.client.Get(h.ctx, client.ObjectKeyFromObject(kfc), got); err != nil {
+			return false
+		}
+		st := got.Status
+		return st.KubernetesVersion == "v1.37.2" && st.NodeSummary != nil && st.NodeSummary.TotalNum == 3 && st.NodeSummary.ReadyNum == 2 &&
+			st.Region != nil && *st.Region == "r1" && len(st.Zones) == 2 && st.ResourceSummary != nil &&
+			st.ResourceSummary.Allocatable.Cpu().String() == "12" && st.ResourceSummary.Allocated.Cpu().String() == "1500m"
 	})
 	// The tracker is told right after the status is written.
 	eventually(t, 5*time.Second, "the readiness tracker to say edge is ready", func() bool { return h.r.IsReady("edge") })

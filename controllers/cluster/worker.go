@@ -110,6 +110,11 @@ func (w *worker) cycle(ctx context.Context) {
 		sum = w.collect(ctx, clients, cluster.Status.APIEnablements)
 		w.lastSummary = now
 	}
+	if obs.agentSummary != nil && r.writes() {
+		// A Pull-mode member's summary comes with its heartbeat; an
+		// unchanged one writes nothing.
+		sum = obs.agentSummary
+	}
 	compute := func(old *fedv1b1.KubeFedClusterStatus) *fedv1b1.KubeFedClusterStatus {
 		adopted := adopt(reportedHealth(old.Conditions), obs, w.streak, r.opts.thresholds())
 		next := old.DeepCopy()

@@ -2,6 +2,7 @@ package controllermanager
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -400,6 +401,11 @@ type heartbeat struct {
 	o         AgentOptions
 	period    time.Duration
 	timeout   time.Duration
+
+	// summary is the last summary of this member (JSON), sent with every
+	// renewal; summarized is when it was read.
+	summary    string
+	summarized time.Time
 }
 
 // Start implements manager.Runnable.
@@ -410,6 +416,9 @@ func (h *heartbeat) Start(ctx context.Context) error {
 	for {
 		health := h.probe(ctx)
 		h.readiness.Set(h.o.ClusterName, health == "ok")
+		if health == "ok" && time.Since(h.summarized) >= cluster.DefaultSummaryPeriod {
+			h.summarize(ctx)
+		}
 		if err := h.renew(ctx, health); err != nil && ctx.Err() == nil {
 			log.Error(err, "Renewing the heartbeat Lease on the host")
 		}
@@ -430,6 +439,34 @@ func (h *heartbeat) probe(ctx context.Context) string {
 		return message
 	}
 	return "ok"
+}
+
+// summarize reads this member's version, nodes and resources as the
+// control plane reads a push member's, for the heartbeat to carry: the
+// host cannot read them. What cannot be read keeps its last value there.
+func (h *heartbeat) summarize(ctx context.Context) {
+	log := ctrl.Log.WithName("heartbeat")
+	kube, err := h.member.Kubernetes()
+	if err != nil {
+		log.Error(err, "Building the member's clientset")
+		return
+	}
+	disc, err := h.member.Discovery()
+	if err != nil {
+		log.Error(err, "Building the member's discovery client")
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, cluster.DefaultSummaryTimeout)
+	defer cancel()
+	s, err := cluster.CollectAgentSummary(ctx, kube, disc)
+	if err != nil {
+		log.V(1).Info("Summarizing the member partly failed", "err", err.Error())
+	}
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return
+	}
+	h.summary, h.summarized = string(raw), time.Now()
 }
 
 // renew creates or renews the heartbeat Lease.
@@ -458,6 +495,9 @@ func (h *heartbeat) renew(ctx context.Context, health string) error {
 		lease.Annotations = map[string]string{}
 	}
 	lease.Annotations[cluster.AgentHealthAnnotation] = health
+	if h.summary != "" {
+		lease.Annotations[cluster.AgentSummaryAnnotation] = h.summary
+	}
 	lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds, lease.Spec.RenewTime = &h.o.Identity, &seconds, &now
 	_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
 	return err

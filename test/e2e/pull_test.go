@@ -128,6 +128,12 @@ var _ = Describe("Pull mode", Ordered, func() {
 		Eventually(kfcCondition).WithContext(ctx).WithTimeout(30 * time.Second).Should(Equal("False/ClusterNotReady"))
 		startAgent()
 		Eventually(kfcCondition).WithContext(ctx).WithTimeout(60*time.Second).Should(Equal("True/ClusterReady"), describeCluster(ctx, member2.Name))
+		// What the host cannot read itself comes with the heartbeat.
+		Eventually(func(g Gomega) {
+			g.Expect(fw.Host.Client.Get(ctx, client.ObjectKey{Namespace: kubefedNS, Name: member2.Name}, kfc)).To(Succeed())
+			g.Expect(kfc.Status.KubernetesVersion).To(Equal("v1.37.2"))
+			g.Expect(kfc.Status.NodeSummary).NotTo(BeNil())
+		}).WithTimeout(30 * time.Second).Should(Succeed())
 		Expect(fw.Host.Client.Create(ctx, fedObject("Namespace", pullNS, pullNS, map[string]any{}, nil, nil))).To(Succeed())
 	})
 
