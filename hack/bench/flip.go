@@ -20,6 +20,12 @@ const (
 	scenarioFlipFlipped = "flip: member flips"
 )
 
+// Ways the flip scenario makes the member NotReady.
+const (
+	flipRestart = "restart"
+	flipPause   = "pause"
+)
+
 func (r *runner) flipWaves(ctx context.Context) error {
 	if len(r.env.members) < 2 {
 		logf("  flip needs 2 members or more; skipped")
@@ -54,15 +60,23 @@ func (r *runner) flipWaves(ctx context.Context) error {
 		return err
 	}
 	err := wave(scenarioFlipFlipped, "ff", func(body func() error) error {
-		// NotReady just before the wave, Ready again during it.
-		if err := odd.local.StopAPIServer(); err != nil {
+		// NotReady just before the wave, Ready again during it: stopped
+		// and started again (its apiserver and our informers reload every
+		// object), or hung with SIGSTOP and continued (the same flip for
+		// the control plane, without the member's own restart competing
+		// for the machine).
+		stop, start := odd.local.StopAPIServer, func() error { return odd.local.StartAPIServer(ctx) }
+		if r.o.flipMode == flipPause {
+			stop, start = odd.local.PauseAPIServer, odd.local.ResumeAPIServer
+		}
+		if err := stop(); err != nil {
 			return err
 		}
 		if err := r.env.waitReadiness(ctx, odd.name, false); err != nil {
 			return err
 		}
-		logf("  %s NotReady with %d objects", odd.name, len(loadItems))
-		if err := odd.local.StartAPIServer(ctx); err != nil {
+		logf("  %s NotReady with %d objects (%s)", odd.name, len(loadItems), r.o.flipMode)
+		if err := start(); err != nil {
 			return err
 		}
 		done := make(chan error, 1)
@@ -78,7 +92,11 @@ func (r *runner) flipWaves(ctx context.Context) error {
 	}
 	base, flipped := r.report.find(scenarioFlipBase), r.report.find(scenarioFlipFlipped)
 	if base != nil && flipped != nil && base.PerCluster != nil && flipped.PerCluster != nil && flipped.PerCluster.P99 > 0 {
-		r.report.Ratios = append(r.report.Ratios, ratio{Name: "readiness-flip-p99", Value: base.PerCluster.P99 / flipped.PerCluster.P99})
+		name := "readiness-flip-p99"
+		if r.o.flipMode == flipPause {
+			name += "-paused"
+		}
+		r.report.Ratios = append(r.report.Ratios, ratio{Name: name, Value: base.PerCluster.P99 / flipped.PerCluster.P99})
 	}
 	return nil
 }

@@ -31,7 +31,9 @@
 //	flip            -flip-n objects on the last member alone; then a wave of
 //	                -isolation-n objects at -rate to the others, once as is and
 //	                once while the last member turns NotReady and Ready again:
-//	                p99 to the others as a ratio to the wave without the flip
+//	                p99 to the others as a ratio to the wave without the flip;
+//	                -flip-mode pause flips it with SIGSTOP/SIGCONT instead of
+//	                a restart of its kube-apiserver
 //	scale-out       a wave of -scale-n objects with the controller-manager, then,
 //	                deleted and replaced by 3 replicas with --scale-out, the same
 //	                wave again, and one during which a replica is killed: peak RSS
@@ -78,6 +80,7 @@ type options struct {
 	isolationN       int
 	scaleN           int
 	flipN            int
+	flipMode         string
 }
 
 // scenarioFlags are the names -scenarios accepts, in the order they run.
@@ -96,6 +99,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.workers, "workers", 16, "concurrent requests of the load generator")
 	fs.IntVar(&o.isolationN, "isolation-n", 200, "FederatedDeployments, and as many FederatedConfigMaps, per isolation wave")
 	fs.IntVar(&o.flipN, "flip-n", 10000, "federated objects on the member that flips NotReady and Ready")
+	fs.StringVar(&o.flipMode, "flip-mode", flipRestart, "how the flip scenario makes the member NotReady: restart (stop and start its kube-apiserver) or pause (SIGSTOP, then SIGCONT)")
 	fs.IntVar(&o.scaleN, "scale-n", 300, "FederatedDeployments, and as many FederatedConfigMaps, per scale-out wave")
 	fs.IntVar(&o.syncWorkers, "sync-workers", 16, "KubeFedConfig syncController.maxConcurrentReconciles")
 	fs.BoolVar(&o.statusCollection, "status-collection", true, "KubeFedConfig feature gate RawResourceStatusCollection")
@@ -130,6 +134,8 @@ func parseFlags(args []string) (options, error) {
 		return o, fmt.Errorf("-members must be 1..10, got %d", o.members)
 	case o.n < 1 || o.isolationN < 1 || o.scaleN < 2 || o.flipN < 2:
 		return o, fmt.Errorf("-n and -isolation-n must be positive and -scale-n at least 2, got %d, %d and %d", o.n, o.isolationN, o.scaleN)
+	case o.flipMode != flipRestart && o.flipMode != flipPause:
+		return o, fmt.Errorf("-flip-mode must be %s or %s, got %q", flipRestart, flipPause, o.flipMode)
 	case o.rate <= 0:
 		return o, fmt.Errorf("-rate must be positive, got %v", o.rate)
 	case o.workers < 1 || o.syncWorkers < 1:
