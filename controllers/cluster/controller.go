@@ -55,6 +55,9 @@ type Reconciler struct {
 	// their clients and readiness) while only the one it reports as the
 	// leader writes their status and events. Nil: only the leader runs.
 	Leader func() bool
+	// Heartbeats, when set, hears every fresh heartbeat of a Pull-mode
+	// member's agent, for what else the agent sends with it.
+	Heartbeats HeartbeatListener
 
 	opts      Options
 	reader    client.Reader // the manager's cache

@@ -55,6 +55,9 @@ func (w *worker) observeAgent(ctx context.Context, cluster *fedv1b1.KubeFedClust
 		return observation{health: HealthOffline, message: fmt.Sprintf("%s: its agent's Lease %s has not changed for %s (last renewed %s)",
 			msgNotReachable, key.Name, age.Round(100*time.Millisecond), renewed)}, nil
 	}
+	if r.Heartbeats != nil {
+		r.Heartbeats.Heartbeat(cluster.Name, &lease)
+	}
 	switch health := lease.Annotations[AgentHealthAnnotation]; health {
 	case "ok":
 		return observation{health: HealthReady, agentSummary: agentSummary(&lease)}, nil
@@ -65,15 +68,22 @@ func (w *worker) observeAgent(ctx context.Context, cluster *fedv1b1.KubeFedClust
 	}
 }
 
+// HeartbeatListener hears the heartbeats of Pull-mode members' agents: the
+// Lease as read, once per probe period while it is fresh. Heartbeat must
+// return quickly and must not keep or change the Lease.
+type HeartbeatListener interface {
+	Heartbeat(cluster string, lease *coordinationv1.Lease)
+}
+
 // AgentSummaryAnnotation on an agent's heartbeat Lease holds, as JSON, what
 // the agent read of its cluster the way the control plane reads a push
-// member (CollectAgentSummary): version, nodes, zones, region, resources.
+// member (CollectAgentSummary): version, nodes, zones, region, resources
+// and the APIs it serves.
 // The control plane copies it into the KubeFedCluster's status.
 const AgentSummaryAnnotation = "kubefed.io/agent-summary"
 
-// AgentSummary is the JSON of AgentSummaryAnnotation. The API enablements
-// are left out: the agent discovers its own cluster's types, and the list
-// would ride on every heartbeat.
+// AgentSummary is the JSON of AgentSummaryAnnotation, refreshed by the
+// agent once a SummaryPeriod and sent with every renewal.
 type AgentSummary struct {
 	KubernetesVersion string               `json:"kubernetesVersion,omitempty"`
 	Nodes             *fedv1b1.NodeSummary `json:"nodes,omitempty"`
@@ -81,12 +91,17 @@ type AgentSummary struct {
 	Region            *string              `json:"region,omitempty"`
 	Allocatable       corev1.ResourceList  `json:"allocatable,omitempty"`
 	Allocated         corev1.ResourceList  `json:"allocated,omitempty"`
+	// APIEnablements are what the member serves, as status.apiEnablements
+	// lists them for a push member; absent when discovery failed.
+	APIEnablements []fedv1b1.APIEnablement `json:"apiEnablements,omitempty"`
 }
 
 // CollectAgentSummary reads an agent's own cluster as the control plane
 // reads a push member; what fails is left out and reported in the error.
-func CollectAgentSummary(ctx context.Context, kube kubernetes.Interface, disc discovery.DiscoveryInterface) (AgentSummary, error) {
-	s, err := collectSummary(ctx, kube, disc, nil)
+// previous are the API enablements of the last summary: those of group
+// versions whose discovery failed are kept, as for a push member.
+func CollectAgentSummary(ctx context.Context, kube kubernetes.Interface, disc discovery.DiscoveryInterface, previous []fedv1b1.APIEnablement) (AgentSummary, error) {
+	s, err := collectSummary(ctx, kube, disc, previous)
 	out := AgentSummary{KubernetesVersion: s.kubernetesVersion}
 	if s.nodes != nil {
 		count := s.nodes.count
@@ -94,6 +109,9 @@ func CollectAgentSummary(ctx context.Context, kube kubernetes.Interface, disc di
 	}
 	if s.hasAllocated {
 		out.Allocated = s.allocated
+	}
+	if s.hasAPIEnablements {
+		out.APIEnablements = s.apiEnablements
 	}
 	return out, err
 }
@@ -115,6 +133,9 @@ func agentSummary(lease *coordinationv1.Lease) *summary {
 	}
 	if a.Allocated != nil {
 		s.allocated, s.hasAllocated = a.Allocated, true
+	}
+	if a.APIEnablements != nil {
+		s.apiEnablements, s.hasAPIEnablements = a.APIEnablements, true
 	}
 	return s
 }

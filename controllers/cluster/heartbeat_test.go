@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -21,7 +22,8 @@ func TestPullModeMemberHealthFromTheAgentsHeartbeat(t *testing.T) {
 		// An endpoint nobody answers and no Secret: only the Lease counts.
 		Spec: fedv1b1.KubeFedClusterSpec{Mode: fedv1b1.ClusterModePull, APIEndpoint: "https://192.0.2.1:6443"},
 	}
-	h := newHarness(t, Options{Period: 50 * time.Millisecond, Timeout: 50 * time.Millisecond, ProbeTimeWriteInterval: 50 * time.Millisecond,
+	heard := &heartbeats{}
+	h := newHarnessFor(t, &Reconciler{Heartbeats: heard}, Options{Period: 50 * time.Millisecond, Timeout: 50 * time.Millisecond, ProbeTimeWriteInterval: 50 * time.Millisecond,
 		FailureThreshold: 1, SuccessThreshold: 1}, kfc)
 	h.reconcile("edge")
 	eventually(t, 5*time.Second, "edge Offline without a heartbeat", func() bool {
@@ -31,7 +33,8 @@ func TestPullModeMemberHealthFromTheAgentsHeartbeat(t *testing.T) {
 		t.Error("no message on Ready")
 	}
 
-	summary := `{"kubernetesVersion":"v1.37.2","nodes":{"totalNum":3,"readyNum":2},"zones":["r1-a","r1-b"],"region":"r1","allocatable":{"cpu":"12"},"allocated":{"cpu":"1500m"}}`
+	summary := `{"kubernetesVersion":"v1.37.2","nodes":{"totalNum":3,"readyNum":2},"zones":["r1-a","r1-b"],"region":"r1","allocatable":{"cpu":"12"},"allocated":{"cpu":"1500m"},` +
+		`"apiEnablements":[{"groupVersion":"apps/v1","resources":[{"name":"deployments","kind":"Deployment"}]}]}`
 	renew := func(health string) {
 		t.Helper()
 		// The agent's clock is an hour behind: only changes of the Lease
@@ -77,8 +80,13 @@ func TestPullModeMemberHealthFromTheAgentsHeartbeat(t *testing.T) {
 		st := got.Status
 		return st.KubernetesVersion == "v1.37.2" && st.NodeSummary != nil && st.NodeSummary.TotalNum == 3 && st.NodeSummary.ReadyNum == 2 &&
 			st.Region != nil && *st.Region == "r1" && len(st.Zones) == 2 && st.ResourceSummary != nil &&
-			st.ResourceSummary.Allocatable.Cpu().String() == "12" && st.ResourceSummary.Allocated.Cpu().String() == "1500m"
+			st.ResourceSummary.Allocatable.Cpu().String() == "12" && st.ResourceSummary.Allocated.Cpu().String() == "1500m" &&
+			len(st.APIEnablements) == 1 && st.APIEnablements[0].GroupVersion == "apps/v1" && st.APIEnablements[0].Resources[0].Kind == "Deployment"
 	})
+	// Whoever listens hears the heartbeats, with what came with them.
+	if got := heard.last("edge"); got == nil || got.Annotations[AgentHealthAnnotation] != "ok" {
+		t.Errorf("the heartbeat listener heard %v", got)
+	}
 	// The tracker is told right after the status is written.
 	eventually(t, 5*time.Second, "the readiness tracker to say edge is ready", func() bool { return h.r.IsReady("edge") })
 	if _, ok := h.r.Registry.Get("edge"); ok {
@@ -96,4 +104,44 @@ func TestPullModeMemberHealthFromTheAgentsHeartbeat(t *testing.T) {
 	eventually(t, 5*time.Second, "edge Offline once the heartbeat is stale", func() bool {
 		return h.condition("edge", fedv1b1.ClusterOffline) == "True/ClusterNotReachable"
 	})
+	// A stale heartbeat is heard no more: after a later probe, shown by
+	// its lastProbeTime, the listener has heard nothing new.
+	n, offlineAt := heard.count(), time.Now()
+	eventually(t, 5*time.Second, "a probe of the stale Lease", func() bool {
+		c := findCondition(h.cluster("edge").Status.Conditions, fedv1b1.ClusterOffline)
+		return c != nil && c.LastProbeTime.After(offlineAt.Add(time.Second))
+	})
+	if heard.count() != n {
+		t.Error("a stale heartbeat was handed to the listener")
+	}
+}
+
+// heartbeats records the heartbeats a HeartbeatListener hears.
+type heartbeats struct {
+	mu    sync.Mutex
+	heard []*coordinationv1.Lease
+	names []string
+}
+
+func (h *heartbeats) Heartbeat(cluster string, lease *coordinationv1.Lease) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.heard, h.names = append(h.heard, lease.DeepCopy()), append(h.names, cluster)
+}
+
+func (h *heartbeats) last(cluster string) *coordinationv1.Lease {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i := len(h.names) - 1; i >= 0; i-- {
+		if h.names[i] == cluster {
+			return h.heard[i]
+		}
+	}
+	return nil
+}
+
+func (h *heartbeats) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.heard)
 }

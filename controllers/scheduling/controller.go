@@ -95,6 +95,10 @@ type Reconciler struct {
 	Capacity CapacityEstimator
 	// Registry holds the members' clients, for the default Capacity.
 	Registry *clusterclient.Registry
+	// AgentPods, when set with Registry, estimates the capacity of the
+	// Pull-mode members (those Registry holds no clients for) from their
+	// agents' reports, beside the default Capacity of the push members.
+	AgentPods *AgentPods
 
 	// FailoverToleration is how long a member may be not ready before its
 	// replicas are planned elsewhere, unless a preference sets
@@ -180,6 +184,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return fmt.Errorf("add the pending pod informers: %w", err)
 		}
 		r.Capacity = pods
+		if r.AgentPods != nil {
+			r.Capacity = memberPods{registry: r.Registry, push: pods, pull: r.AgentPods}
+		}
 	}
 
 	inKubeFedNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == r.Namespace })

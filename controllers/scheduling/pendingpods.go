@@ -42,8 +42,7 @@ type PendingPods struct {
 	mu          sync.Mutex
 	ctx         context.Context
 	informers   map[string]*podInformer
-	subscribers map[int]func(cluster, namespace string)
-	nextID      int
+	subscribers subscribers
 }
 
 // podInformer is the Pending pod informer of one member cluster.
@@ -57,11 +56,10 @@ type podInformer struct {
 // and watches pods in namespace, or in all namespaces when it is empty.
 func NewPendingPods(registry *clusterclient.Registry, namespace string, logger logr.Logger) *PendingPods {
 	return &PendingPods{
-		registry:    registry,
-		namespace:   namespace,
-		logger:      logger,
-		informers:   map[string]*podInformer{},
-		subscribers: map[int]func(string, string){},
+		registry:  registry,
+		namespace: namespace,
+		logger:    logger,
+		informers: map[string]*podInformer{},
 	}
 }
 
@@ -109,16 +107,7 @@ func (p *PendingPods) UnschedulableSince(clusterName, namespace string, selector
 
 // Subscribe implements CapacityEstimator.
 func (p *PendingPods) Subscribe(notify func(cluster, namespace string)) func() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	id := p.nextID
-	p.nextID++
-	p.subscribers[id] = notify
-	return func() {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		delete(p.subscribers, id)
-	}
+	return p.subscribers.add(notify)
 }
 
 // informerFor returns the cluster's informer, starting or restarting it as
@@ -195,14 +184,43 @@ func (p *PendingPods) notifyIfUnschedulable(clusterName string, obj, old any) {
 	if !now && !was {
 		return
 	}
-	p.mu.Lock()
-	subscribers := make([]func(string, string), 0, len(p.subscribers))
-	for _, s := range p.subscribers {
-		subscribers = append(subscribers, s)
+	p.subscribers.notify(clusterName, pod.Namespace)
+}
+
+// subscribers are the CapacityEstimator subscribers of an estimator.
+type subscribers struct {
+	mu     sync.Mutex
+	byID   map[int]func(cluster, namespace string)
+	nextID int
+}
+
+// add subscribes notify and returns how to unsubscribe it.
+func (s *subscribers) add(notify func(cluster, namespace string)) func() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.byID == nil {
+		s.byID = map[int]func(string, string){}
 	}
-	p.mu.Unlock()
-	for _, notify := range subscribers {
-		notify(clusterName, pod.Namespace)
+	id := s.nextID
+	s.nextID++
+	s.byID[id] = notify
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.byID, id)
+	}
+}
+
+// notify tells every subscriber, outside the lock.
+func (s *subscribers) notify(cluster, namespace string) {
+	s.mu.Lock()
+	all := make([]func(string, string), 0, len(s.byID))
+	for _, f := range s.byID {
+		all = append(all, f)
+	}
+	s.mu.Unlock()
+	for _, f := range all {
+		f(cluster, namespace)
 	}
 }
 

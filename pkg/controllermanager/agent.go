@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -32,6 +34,7 @@ import (
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
 	"github.com/kubefed-io/kubefed/controllers/cluster"
+	"github.com/kubefed-io/kubefed/controllers/scheduling"
 	syncctl "github.com/kubefed-io/kubefed/controllers/sync"
 	"github.com/kubefed-io/kubefed/controllers/typeconfig"
 	"github.com/kubefed-io/kubefed/pkg/clusterclient"
@@ -154,6 +157,9 @@ func RunAgent(ctx context.Context, o AgentOptions) error {
 		return fmt.Errorf("host cluster client: %w", err)
 	}
 	log.Info("starting", "version", version.Get().String(), "cluster", o.ClusterName, "kubefedNamespace", o.KubeFedNamespace)
+	if err := serveHealth(ctx, o.HealthAddr); err != nil {
+		return err
+	}
 	run := func(ctx context.Context) error { return runAgent(ctx, o, hostCfg, memberCfg, scheme, direct, hostKube) }
 	if !o.LeaderElect {
 		return run(ctx)
@@ -167,49 +173,56 @@ func RunAgent(ctx context.Context, o AgentOptions) error {
 
 // leadAgent runs run while this agent leads its member's agents. A lost
 // lease ends the process's work with an error, as the control plane's
-// manager does, so that its Pod starts again as a candidate.
+// manager does, so that its Pod starts again as a candidate. The Lease is
+// released by hand, once run has returned and only on a clean stop:
+// client-go's ReleaseOnCancel would release it when a renewal fails, while
+// this agent's writes may still be under way, and a lost lease is never
+// released.
 func leadAgent(ctx context.Context, o AgentOptions, memberKube kubernetes.Interface, run func(context.Context) error) error {
 	namespace := o.LeaderElectionNamespace
 	if namespace == "" {
 		namespace = o.KubeFedNamespace
 	}
-	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, namespace, AgentLeaderElectionID,
+	inner, err := resourcelock.New(resourcelock.LeasesResourceLock, namespace, AgentLeaderElectionID,
 		memberKube.CoreV1(), memberKube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: o.Identity})
 	if err != nil {
 		return err
 	}
+	lock := &acquiredLock{Interface: inner, identity: o.Identity}
 	log := ctrl.Log.WithName("agent")
-	// The election outlives ctx until run has stopped: the Lease is
-	// released only once no write of this agent can still be under way.
+	// The election outlives ctx until run has stopped.
 	electCtx, stopElection := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopElection()
 	var (
-		started atomic.Bool
-		runErr  error
-		done    = make(chan struct{})
+		runErr error
+		lost   atomic.Bool
+		done   = make(chan struct{})
 	)
 	stopWaiting := context.AfterFunc(ctx, func() {
-		if !started.Load() {
+		if !lock.acquired.Load() {
 			stopElection()
 		}
 	})
 	defer stopWaiting()
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		LeaseDuration:   15 * time.Second,
-		RenewDeadline:   10 * time.Second,
-		RetryPeriod:     2 * time.Second,
-		ReleaseOnCancel: true,
-		Name:            AgentLeaderElectionID,
+		Lock:          lock,
+		LeaseDuration: 15 * time.Second,
+		RenewDeadline: 10 * time.Second,
+		RetryPeriod:   2 * time.Second,
+		Name:          AgentLeaderElectionID,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(leading context.Context) {
-				started.Store(true)
 				defer close(done)
 				defer stopElection()
 				runCtx, cancel := context.WithCancel(ctx)
 				defer cancel()
 				// A lost lease stops the work at once.
-				defer context.AfterFunc(leading, cancel)()
+				defer context.AfterFunc(leading, func() {
+					if electCtx.Err() == nil {
+						lost.Store(true)
+					}
+					cancel()
+				})()
 				log.Info("leading this member's agents", "lease", namespace+"/"+AgentLeaderElectionID, "identity", o.Identity)
 				runErr = run(runCtx)
 			},
@@ -226,17 +239,82 @@ func leadAgent(ctx context.Context, o AgentOptions, memberKube kubernetes.Interf
 	}
 	log.Info("waiting to lead this member's agents", "lease", namespace+"/"+AgentLeaderElectionID, "identity", o.Identity)
 	elector.Run(electCtx)
-	if !started.Load() {
+	if !lock.acquired.Load() {
 		return nil
 	}
+	// Acquired: client-go runs OnStartedLeading; its work ends first.
 	<-done
-	switch {
-	case runErr != nil:
-		return runErr
-	case ctx.Err() != nil:
+	if lost.Load() {
+		return errors.Join(runErr, fmt.Errorf("lost the lease %s/%s", namespace, AgentLeaderElectionID))
+	}
+	if ctx.Err() != nil {
+		releaseLease(context.WithoutCancel(ctx), inner, o.Identity)
+	}
+	return runErr
+}
+
+// acquiredLock notes when this agent first wrote itself into the Lease,
+// which client-go follows with OnStartedLeading.
+type acquiredLock struct {
+	resourcelock.Interface
+	identity string
+	acquired atomic.Bool
+}
+
+func (l *acquiredLock) Create(ctx context.Context, r resourcelock.LeaderElectionRecord) error {
+	err := l.Interface.Create(ctx, r)
+	if err == nil && r.HolderIdentity == l.identity {
+		l.acquired.Store(true)
+	}
+	return err
+}
+
+func (l *acquiredLock) Update(ctx context.Context, r resourcelock.LeaderElectionRecord) error {
+	err := l.Interface.Update(ctx, r)
+	if err == nil && r.HolderIdentity == l.identity {
+		l.acquired.Store(true)
+	}
+	return err
+}
+
+// releaseLease gives the Lease up if this agent still holds it, as
+// client-go's release does: no holder, a one-second duration, so that a
+// standby takes over at its next try.
+func releaseLease(ctx context.Context, lock resourcelock.Interface, identity string) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	record, _, err := lock.Get(ctx)
+	if err != nil || record == nil || record.HolderIdentity != identity {
+		return
+	}
+	now := metav1.NewTime(time.Now())
+	if err := lock.Update(ctx, resourcelock.LeaderElectionRecord{
+		LeaderTransitions: record.LeaderTransitions, LeaseDurationSeconds: 1, RenewTime: now, AcquireTime: now,
+	}); err != nil {
+		ctrl.Log.WithName("agent").Error(err, "Releasing the lease", "lease", lock.Describe())
+	}
+}
+
+// serveHealth answers /healthz and /readyz for as long as the process
+// runs, leading or standing by: a standby's Pod must not be restarted for
+// waiting, and a rolling update needs the new Pod ready while the old one
+// still leads. The manager, built only while leading, serves none.
+func serveHealth(ctx context.Context, addr string) error {
+	if addr == "" || addr == "0" {
 		return nil
 	}
-	return fmt.Errorf("lost the lease %s/%s to another agent", namespace, AgentLeaderElectionID)
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen for health probes on %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	ok := func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }
+	mux.HandleFunc("/healthz", ok)
+	mux.HandleFunc("/readyz", ok)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	context.AfterFunc(ctx, func() { _ = srv.Close() })
+	return nil
 }
 
 // runAgent is RunAgent's work, for as long as ctx lasts.
@@ -273,7 +351,13 @@ func runAgent(ctx context.Context, o AgentOptions, hostCfg, memberCfg *rest.Conf
 			if err != nil {
 				return nil, err
 			}
-			hb := &heartbeat{kube: hostKube, member: clients, readiness: readiness, o: o, period: settings.HealthCheckPeriod, timeout: settings.HealthCheckTimeout}
+			// Its cluster's unschedulable pods, which the host cannot
+			// read, go with the heartbeat for the RSP's capacity estimate.
+			pods := scheduling.NewPendingPods(registry, "", ctrl.Log.WithName("pending-pods"))
+			if err := mgr.Add(pods); err != nil {
+				return nil, err
+			}
+			hb := &heartbeat{kube: hostKube, member: clients, readiness: readiness, pods: pods, o: o, period: settings.HealthCheckPeriod, timeout: settings.HealthCheckTimeout}
 			if err := mgr.Add(hb); err != nil {
 				return nil, err
 			}
@@ -320,10 +404,11 @@ func readConfig(ctx context.Context, c client.Client, namespace string) (*corev1
 func newAgentManager(cfg *rest.Config, scheme *runtime.Scheme, o AgentOptions, s *kubefedconfig.Settings) (manager.Manager, error) {
 	inNamespace := cache.ByObject{Namespaces: map[string]cache.Config{o.KubeFedNamespace: {}}}
 	return withProbes(ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-		Metrics:                metricsserver.Options{BindAddress: o.MetricsAddr},
-		HealthProbeBindAddress: o.HealthAddr,
+		Scheme:     scheme,
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		Metrics:    metricsserver.Options{BindAddress: o.MetricsAddr},
+		// The process serves the probes (serveHealth), leading or not.
+		HealthProbeBindAddress: "0",
 		// One agent per member; its writes are its cluster's alone.
 		LeaderElection: false,
 		Cache: cache.Options{DefaultNamespaces: defaultNamespaces(Options{KubeFedNamespace: o.KubeFedNamespace}, s), ByObject: map[client.Object]cache.ByObject{
@@ -393,19 +478,22 @@ func (agentShard) Assigned(string) bool { return false }
 // heartbeat probes this member's /readyz every period and renews the
 // Lease kubefed-agent-<cluster> on the host with the answer: the host's
 // cluster controller reads a member's health from it, and the agent
-// propagates only while its own cluster is ready.
+// propagates only while its own cluster is ready. With it go the member's
+// summary (version, nodes, resources, APIs) and its unschedulable pods.
 type heartbeat struct {
 	kube      kubernetes.Interface
 	member    *clusterclient.Clients
 	readiness *cluster.ReadinessTracker
+	pods      *scheduling.PendingPods
 	o         AgentOptions
 	period    time.Duration
 	timeout   time.Duration
 
 	// summary is the last summary of this member (JSON), sent with every
-	// renewal; summarized is when it was read.
-	summary    string
-	summarized time.Time
+	// renewal; summarized is when it was read, enablements its APIs.
+	summary     string
+	summarized  time.Time
+	enablements []corev1beta1.APIEnablement
 }
 
 // Start implements manager.Runnable.
@@ -458,15 +546,30 @@ func (h *heartbeat) summarize(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, cluster.DefaultSummaryTimeout)
 	defer cancel()
-	s, err := cluster.CollectAgentSummary(ctx, kube, disc)
+	s, err := cluster.CollectAgentSummary(ctx, kube, disc, h.enablements)
 	if err != nil {
 		log.V(1).Info("Summarizing the member partly failed", "err", err.Error())
+	}
+	if s.APIEnablements != nil {
+		h.enablements = s.APIEnablements
 	}
 	raw, err := json.Marshal(s)
 	if err != nil {
 		return
 	}
 	h.summary, h.summarized = string(raw), time.Now()
+}
+
+// pendingReport is this member's unschedulable pods, once they are known.
+func (h *heartbeat) pendingReport() (string, bool) {
+	if h.pods == nil {
+		return "", false
+	}
+	report, ok := h.pods.Report(h.o.ClusterName)
+	if !ok {
+		return "", false
+	}
+	return scheduling.EncodePendingReport(report), true
 }
 
 // renew creates or renews the heartbeat Lease.
@@ -497,6 +600,11 @@ func (h *heartbeat) renew(ctx context.Context, health string) error {
 	lease.Annotations[cluster.AgentHealthAnnotation] = health
 	if h.summary != "" {
 		lease.Annotations[cluster.AgentSummaryAnnotation] = h.summary
+	}
+	if report, ok := h.pendingReport(); ok {
+		lease.Annotations[scheduling.AgentPendingAnnotation] = report
+	} else {
+		delete(lease.Annotations, scheduling.AgentPendingAnnotation)
 	}
 	lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds, lease.Spec.RenewTime = &h.o.Identity, &seconds, &now
 	_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})

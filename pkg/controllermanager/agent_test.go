@@ -2,6 +2,8 @@ package controllermanager
 
 import (
 	"context"
+	"net"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -119,4 +121,50 @@ func waitForLease(t *testing.T, kube *fake.Clientset, holder string) *coordinati
 	}
 	t.Fatalf("the Lease never named %s", holder)
 	return nil
+}
+
+// The agent answers its probes whether it leads or stands by, so that a
+// standby's Pod is neither restarted nor kept out of a rolling update, and
+// stops answering when it stops.
+func TestAgentServesProbesWhileStandingBy(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := serveHealth(ctx, addr); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s answered %d", path, resp.StatusCode)
+		}
+	}
+	if err := serveHealth(ctx, addr); err == nil {
+		t.Error("a second listener on a taken address did not fail")
+	}
+	cancel()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err != nil {
+			break
+		}
+		_ = resp.Body.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("still answering after the agent stopped")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := serveHealth(context.Background(), "0"); err != nil {
+		t.Errorf("a disabled endpoint: %v", err)
+	}
 }

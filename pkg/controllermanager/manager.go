@@ -112,6 +112,7 @@ func Run(ctx context.Context, o Options) error {
 	shared := &sharedState{
 		registry:  clusterclient.NewRegistry(clusterclient.ConfigOptions{}),
 		readiness: cluster.NewReadinessTracker(o.KubeFedNamespace),
+		agentPods: scheduling.NewAgentPods(),
 	}
 	defer func() {
 		if shared.members != nil {
@@ -263,6 +264,9 @@ func defaultNamespaces(o Options, s *kubefedconfig.Settings) map[string]cache.Co
 type sharedState struct {
 	registry  *clusterclient.Registry
 	readiness *cluster.ReadinessTracker
+	// agentPods holds what Pull-mode members' agents report of their
+	// unschedulable pods.
+	agentPods *scheduling.AgentPods
 	members   *syncctl.MemberCaches
 	// dnsMembers are the caches the DNS controllers read: members, or
 	// caches of every member when replicas scale out.
@@ -297,10 +301,11 @@ func setupControllers(ctx context.Context, cfg *rest.Config, mgr manager.Manager
 		}
 	}
 	clusters := &cluster.Reconciler{
-		Options:   cluster.OptionsFromConfig(o.KubeFedNamespace, kfc.Spec.ClusterHealthCheck),
-		Registry:  shared.registry,
-		Readiness: shared.readiness,
-		Leader:    leader,
+		Options:    cluster.OptionsFromConfig(o.KubeFedNamespace, kfc.Spec.ClusterHealthCheck),
+		Registry:   shared.registry,
+		Readiness:  shared.readiness,
+		Leader:     leader,
+		Heartbeats: shared.agentPods,
 	}
 	if err := clusters.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the KubeFedCluster controller: %w", err)
@@ -357,6 +362,7 @@ func setupControllers(ctx context.Context, cfg *rest.Config, mgr manager.Manager
 			Namespace:          o.KubeFedNamespace,
 			Readiness:          shared.readiness,
 			Registry:           shared.registry,
+			AgentPods:          shared.agentPods,
 			FailoverToleration: s.UnavailableDelay,
 
 			UnschedulableThreshold: o.UnschedulableThreshold,

@@ -4,16 +4,21 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -23,6 +28,8 @@ import (
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
 	schedulingv1alpha1 "github.com/kubefed-io/kubefed/api/scheduling/v1alpha1"
+	"github.com/kubefed-io/kubefed/controllers/scheduling"
+	"github.com/kubefed-io/kubefed/pkg/kubefedctl"
 	"github.com/kubefed-io/kubefed/test/framework"
 	"github.com/kubefed-io/kubefed/test/localcluster"
 )
@@ -251,22 +258,7 @@ var _ = Describe("Scheduling on real pods", Ordered, func() {
 		// First member3 is asked for its share and leaves pods pending.
 		Eventually(func() int { return unschedulablePods(ctx, m3, "big") }).
 			WithTimeout(90 * time.Second).WithPolling(time.Second).Should(BeNumerically(">", 0))
-		Eventually(func(g Gomega) {
-			st := rspStatus(ctx, sfw, "big")
-			c3 := st["member3"]
-			g.Expect(c3.EstimatedCapacity).NotTo(BeNil(), "member3's capacity estimate")
-			g.Expect(c3.Replicas).To(BeNumerically("<", 3))
-			g.Expect(*c3.EstimatedCapacity).To(Equal(c3.Replicas))
-			var total int64
-			for _, m := range sfw.Members {
-				spec, ready := deploymentReplicas(ctx, m, "big")
-				g.Expect(spec).To(Equal(st[m.Name].Replicas), m.Name)
-				g.Expect(ready).To(Equal(spec), m.Name)
-				total += ready
-			}
-			g.Expect(total).To(Equal(int64(9)))
-			g.Expect(unschedulablePods(ctx, m3, "big")).To(BeZero())
-		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		expectRebalanced(ctx, sfw, "big")
 	})
 
 	It("fails a stopped member's replicas over after the toleration without taking any from the healthy ones, and gives them back when it returns", func(ctx context.Context) {
@@ -311,7 +303,121 @@ var _ = Describe("Scheduling on real pods", Ordered, func() {
 		Expect(memberObject(ctx, m3, "apps/v1", "Deployment", schedNS, "fo").GetGeneration()).To(Equal(generation))
 		Expect([]int64{lowest1(), lowest2()}).To(Equal([]int64{2, 2}), "the healthy members' lowest replicas")
 	})
+
+	It("estimates a Pull-mode member's capacity from the unschedulable pods its agent reports, and moves what it cannot run", func(ctx context.Context) {
+		m3 := sfw.Members[2]
+		By("the workloads of the specs before go, so that member3's CPUs are free")
+		Expect(sfw.Host.Client.DeleteAllOf(ctx, &schedulingv1alpha1.ReplicaSchedulingPreference{}, client.InNamespace(schedNS))).To(Succeed())
+		for _, kind := range []string{"FederatedDeployment", "FederatedReplicaSet", "FederatedStatefulSet", "FederatedDaemonSet", "FederatedJob"} {
+			list := &unstructured.UnstructuredList{}
+			list.SetAPIVersion("types.kubefed.io/v1beta1")
+			list.SetKind(kind + "List")
+			Expect(sfw.Host.Client.List(ctx, list, client.InNamespace(schedNS))).To(Succeed())
+			for i := range list.Items {
+				Expect(client.IgnoreNotFound(sfw.Host.Client.Delete(ctx, &list.Items[i]))).To(Succeed())
+			}
+		}
+		// A Job's finished pods stay (deleting a Job orphans them by
+		// default) and hold no CPU.
+		Eventually(func() ([]string, error) {
+			pods, err := m3.Kube.CoreV1().Pods(schedNS).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return nil, err
+			}
+			var holding []string
+			for _, p := range pods.Items {
+				if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+					holding = append(holding, p.Name+" "+string(p.Status.Phase))
+				}
+			}
+			return holding, nil
+		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(BeEmpty())
+
+		By("member3 joins again in Pull mode; its agent runs as join's Deployment would run it")
+		_, errOut, err := sfw.Kubefedctl(ctx, "unjoin", m3.Name, "--cluster-context", m3.Name, "--host-cluster-context", sfw.Host.Name)
+		Expect(err).NotTo(HaveOccurred(), errOut)
+		_, errOut, err = sfw.Kubefedctl(ctx, "join", m3.Name, "--mode", "pull", "--agent-image", "e2e.example/kubefed:test",
+			"--cluster-context", m3.Name, "--host-cluster-context", sfw.Host.Name)
+		Expect(err).NotTo(HaveOccurred(), errOut)
+		deployment3 := &appsv1.Deployment{}
+		Expect(m3.Client.Get(ctx, client.ObjectKey{Namespace: kubefedNS, Name: kubefedctl.AgentDeploymentName}, deployment3)).To(Succeed())
+		dir := GinkgoT().TempDir()
+		args, err := framework.AgentArgs(ctx, m3, deployment3, dir, "e2e-sched-agent")
+		Expect(err).NotTo(HaveOccurred())
+		agent := exec.Command(sfw.Bin("controller-manager"), args...)
+		logFile, err := os.Create(filepath.Join(dir, "agent.log"))
+		Expect(err).NotTo(HaveOccurred())
+		agent.Stdout, agent.Stderr = logFile, logFile
+		Expect(agent.Start()).To(Succeed())
+		DeferCleanup(func() {
+			_ = agent.Process.Signal(syscall.SIGTERM)
+			_ = agent.Wait()
+		})
+		Eventually(func(g Gomega) {
+			kfc := &corev1beta1.KubeFedCluster{}
+			g.Expect(sfw.Host.Client.Get(ctx, client.ObjectKey{Namespace: kubefedNS, Name: m3.Name}, kfc)).To(Succeed())
+			g.Expect(kfc.PullMode()).To(BeTrue())
+			g.Expect(kfc.Spec.SecretRef.Name).To(BeEmpty(), "the host holds a credential of the pull member")
+			g.Expect(kfc.IsReady()).To(BeTrue())
+			// The APIs it serves come with the heartbeat too.
+			var served []string
+			for _, e := range kfc.Status.APIEnablements {
+				served = append(served, e.GroupVersion)
+			}
+			g.Expect(served).To(ContainElement("apps/v1"))
+		}).WithTimeout(90 * time.Second).WithPolling(time.Second).Should(Succeed())
+
+		By("a preference with rebalance asks member3 for more 1-CPU pods than its node runs")
+		Expect(sfw.Host.Client.Create(ctx, deployment("edge", "1"))).To(Succeed())
+		pref := rsp("edge", 9, map[string]any{"*": map[string]any{"weight": int64(1)}})
+		Expect(unstructured.SetNestedField(pref.Object, true, "spec", "rebalance")).To(Succeed())
+		Expect(sfw.Host.Client.Create(ctx, pref)).To(Succeed())
+		Eventually(func() int { return unschedulablePods(ctx, m3, "edge") }).
+			WithTimeout(90 * time.Second).WithPolling(time.Second).Should(BeNumerically(">", 0))
+		// The host cannot read member3's pods: its agent reports them.
+		Eventually(func(g Gomega) {
+			lease := &coordinationv1.Lease{}
+			g.Expect(sfw.Host.Client.Get(ctx, client.ObjectKey{Namespace: kubefedNS, Name: corev1beta1.AgentLeaseName(m3.Name)}, lease)).To(Succeed())
+			var report scheduling.PendingReport
+			g.Expect(json.Unmarshal([]byte(lease.Annotations[scheduling.AgentPendingAnnotation]), &report)).To(Succeed())
+			pending := 0
+			for _, grp := range report.Groups {
+				if grp.Namespace == schedNS && grp.Labels["app"] == "edge" {
+					pending += len(grp.Since)
+				}
+			}
+			g.Expect(pending).To(BeNumerically(">", 0))
+		}).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(Succeed())
+
+		By("the capacity estimate limits member3 and the rest runs on the push members")
+		expectRebalanced(ctx, sfw, "edge")
+	})
 })
+
+// expectRebalanced waits until the 9 replicas of the preference name over
+// three equal weights with rebalance are all Ready: member3, too small for
+// its share of 3, limited by its capacity estimate to what it runs, the
+// rest on the others.
+func expectRebalanced(ctx context.Context, f *framework.Framework, name string) {
+	GinkgoHelper()
+	m3 := f.Members[2]
+	Eventually(func(g Gomega) {
+		st := rspStatus(ctx, f, name)
+		c3 := st[m3.Name]
+		g.Expect(c3.EstimatedCapacity).NotTo(BeNil(), "member3's capacity estimate")
+		g.Expect(c3.Replicas).To(BeNumerically("<", 3))
+		g.Expect(*c3.EstimatedCapacity).To(Equal(c3.Replicas))
+		var total int64
+		for _, m := range f.Members {
+			spec, ready := deploymentReplicas(ctx, m, name)
+			g.Expect(spec).To(Equal(st[m.Name].Replicas), m.Name)
+			g.Expect(ready).To(Equal(spec), m.Name)
+			total += ready
+		}
+		g.Expect(total).To(Equal(int64(9)))
+		g.Expect(unschedulablePods(ctx, m3, name)).To(BeZero())
+	}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+}
 
 // rspStatus is a ReplicaSchedulingPreference's status per cluster.
 func rspStatus(ctx context.Context, f *framework.Framework, name string) map[string]schedulingv1alpha1.ClusterReplicas {
