@@ -90,15 +90,11 @@ func TestServiceRecordStatus(t *testing.T) {
 	if rec.Status.Domain != "example.com" {
 		t.Errorf("status.domain = %q", rec.Status.Domain)
 	}
-	got := []string{}
-	for _, d := range rec.Status.DNS {
-		got = append(got, d.Cluster+"/"+d.Region+"/"+strings.Join(d.Zones, "+")+"/"+lbIPs(d.LoadBalancer))
-	}
 	// Sorted by cluster, the load balancer sorted, c3 present without targets
 	// so that its zone and region names point up.
 	want := "c1/east/a+b/192.0.2.1,192.0.2.9 c2/west/c/198.51.100.2 c3/north//"
-	if strings.Join(got, " ") != want {
-		t.Errorf("status.dns = %s, want %s", strings.Join(got, " "), want)
+	if got := entriesOf(rec); got != want {
+		t.Errorf("status.dns = %s, want %s", got, want)
 	}
 	c := readyCondition(t, rec.Status.Conditions)
 	if c.Status != metav1.ConditionTrue || c.Reason != ReasonTargetsFound || c.ObservedGeneration != 1 {

@@ -71,6 +71,18 @@ func (f *fakeMembers) add(cluster string, gvr schema.GroupVersionResource, obj r
 	}
 }
 
+func (f *fakeMembers) remove(cluster string, gvr schema.GroupVersionResource, namespace, name string) {
+	f.t.Helper()
+	c := f.cache(cluster, gvr)
+	obj, ok, err := c.indexer.GetByKey(namespace + "/" + name)
+	if err != nil || !ok {
+		f.t.Fatalf("%s/%s is not in %s's cache", namespace, name, cluster)
+	}
+	if err := c.indexer.Delete(obj); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
 func (f *fakeMembers) Subscribe(schema.GroupVersionResource, informermanager.Handler) func() {
 	return func() {}
 }

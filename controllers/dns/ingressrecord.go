@@ -48,6 +48,14 @@ type IngressDNSRecordReconciler struct {
 	// SyncRetry is how soon a record is looked at again while a ready
 	// member's cache is not synced; DefaultSyncRetry when zero.
 	SyncRetry time.Duration
+	// Pulled, on the control plane, tells the Pull-mode members, whose
+	// entries their agents write (Agent) and the control plane keeps while
+	// they are ready.
+	Pulled func(cluster string) bool
+	// Agent, in a Pull-mode member's agent, is the agent's cluster: the
+	// reconciler then writes that cluster's entry alone, from its own copy
+	// of the Ingress, and leaves the rest to the control plane.
+	Agent string
 }
 
 // SetupWithManager registers the controller with mgr. It watches
@@ -90,6 +98,9 @@ func (r *IngressDNSRecordReconciler) Reconcile(ctx context.Context, req reconcil
 	if err := r.Client.Get(ctx, req.NamespacedName, rec); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	if r.Agent != "" {
+		return r.reconcileAgent(ctx, rec)
+	}
 	clusters := &fedv1b1.KubeFedClusterList{}
 	if err := r.Client.List(ctx, clusters, client.InNamespace(r.Namespace)); err != nil {
 		return reconcile.Result{}, fmt.Errorf("list KubeFedClusters: %w", err)
@@ -112,6 +123,16 @@ func (r *IngressDNSRecordReconciler) Reconcile(ctx context.Context, req reconcil
 			continue
 		}
 		ready++
+		if r.Pulled != nil && r.Pulled(name) {
+			// Its agent's entry, there while its copy of the Ingress is.
+			if prev, ok := previous[name]; ok {
+				entries = append(entries, prev)
+				if !dnsrecord.LoadBalancerTargets(prev.LoadBalancer).Empty() {
+					withTargets++
+				}
+			}
+			continue
+		}
 		ing := &networkingv1.Ingress{}
 		found, err := memberObject(r.Members, name, ingressesGVR, req.NamespacedName, ing)
 		if errors.Is(err, errNotSynced) {
@@ -167,6 +188,37 @@ func (r *IngressDNSRecordReconciler) Reconcile(ctx context.Context, req reconcil
 		return reconcile.Result{}, fmt.Errorf("update IngressDNSRecord status: %w", err)
 	}
 	return result, nil
+}
+
+// reconcileAgent writes the agent's own cluster's entry of the record, or
+// removes it when the cluster has no copy of the Ingress. A cluster that is
+// not ready is left to the control plane.
+func (r *IngressDNSRecordReconciler) reconcileAgent(ctx context.Context, rec *dnsv1a1.IngressDNSRecord) (reconcile.Result, error) {
+	if !r.Readiness.IsReady(r.Agent) {
+		return reconcile.Result{}, nil
+	}
+	key := client.ObjectKeyFromObject(rec)
+	ing := &networkingv1.Ingress{}
+	found, err := memberObject(r.Members, r.Agent, ingressesGVR, key, ing)
+	if errors.Is(err, errNotSynced) {
+		return reconcile.Result{RequeueAfter: r.syncRetry()}, nil
+	}
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("read Ingress %s: %w", key, err)
+	}
+	var entry *dnsv1a1.ClusterIngressDNS
+	if found {
+		entry = &dnsv1a1.ClusterIngressDNS{Cluster: r.Agent, LoadBalancer: dnsrecord.IngressLoadBalancer(ing.Status.LoadBalancer)}
+	}
+	next, changed := withEntry(rec.Status.DNS, r.Agent, entry, func(e dnsv1a1.ClusterIngressDNS) string { return e.Cluster })
+	if !changed {
+		return reconcile.Result{}, nil
+	}
+	rec.Status.DNS = next
+	if err := r.Client.Status().Update(ctx, rec); err != nil {
+		return reconcile.Result{}, fmt.Errorf("update cluster %s's entry of IngressDNSRecord %s: %w", r.Agent, key, err)
+	}
+	return reconcile.Result{}, nil
 }
 
 func (r *IngressDNSRecordReconciler) syncRetry() time.Duration {

@@ -62,6 +62,16 @@ type ServiceDNSRecordReconciler struct {
 	// SyncRetry is how soon a record is looked at again while a ready
 	// member's cache is not synced; DefaultSyncRetry when zero.
 	SyncRetry time.Duration
+	// Pulled, on the control plane, tells the Pull-mode members. Their
+	// agents write their entries (Agent); the control plane keeps what they
+	// wrote while they are ready, and writes their entries without targets
+	// when they are not, as it does for push members.
+	Pulled func(cluster string) bool
+	// Agent, in a Pull-mode member's agent, is the agent's cluster: the
+	// reconciler then writes that cluster's entry alone, from its own copy
+	// of the Service, and leaves the other entries, the domain and the
+	// condition to the control plane.
+	Agent string
 }
 
 // SetupWithManager registers the controller with mgr. It watches
@@ -74,15 +84,17 @@ func (r *ServiceDNSRecordReconciler) SetupWithManager(mgr manager.Manager) error
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
 	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &dnsv1a1.ServiceDNSRecord{}, domainRefIndex,
-		func(o client.Object) []string { return []string{o.(*dnsv1a1.ServiceDNSRecord).Spec.DomainRef} }); err != nil {
-		return fmt.Errorf("index ServiceDNSRecords by domainRef: %w", err)
-	}
 	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == r.Namespace })
-	return builder.ControllerManagedBy(mgr).
-		Named(ServiceRecordControllerName).
-		For(&dnsv1a1.ServiceDNSRecord{}).
-		Watches(&dnsv1a1.Domain{}, handler.EnqueueRequestsFromMapFunc(r.recordsOfDomain), builder.WithPredicates(inNamespace)).
+	b := builder.ControllerManagedBy(mgr).Named(ServiceRecordControllerName).For(&dnsv1a1.ServiceDNSRecord{})
+	if r.Agent == "" {
+		// Domains are the control plane's: an agent may not read them.
+		if err := mgr.GetFieldIndexer().IndexField(context.Background(), &dnsv1a1.ServiceDNSRecord{}, domainRefIndex,
+			func(o client.Object) []string { return []string{o.(*dnsv1a1.ServiceDNSRecord).Spec.DomainRef} }); err != nil {
+			return fmt.Errorf("index ServiceDNSRecords by domainRef: %w", err)
+		}
+		b = b.Watches(&dnsv1a1.Domain{}, handler.EnqueueRequestsFromMapFunc(r.recordsOfDomain), builder.WithPredicates(inNamespace))
+	}
+	return b.
 		Watches(&fedv1b1.KubeFedCluster{}, handler.EnqueueRequestsFromMapFunc(r.allRecords),
 			builder.WithPredicates(inNamespace, topologyChanged())).
 		WatchesRawSource(readinessSource(r.Readiness, func(ctx context.Context) []reconcile.Request { return r.allRecords(ctx, nil) })).
@@ -150,6 +162,9 @@ func (r *ServiceDNSRecordReconciler) Reconcile(ctx context.Context, req reconcil
 	if err := r.Client.Get(ctx, req.NamespacedName, rec); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	if r.Agent != "" {
+		return r.reconcileAgent(ctx, rec)
+	}
 
 	domain := &dnsv1a1.Domain{}
 	domainErr := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: rec.Spec.DomainRef}, domain)
@@ -184,6 +199,17 @@ func (r *ServiceDNSRecordReconciler) Reconcile(ctx context.Context, req reconcil
 			continue
 		}
 		ready++
+		if r.Pulled != nil && r.Pulled(kfc.Name) {
+			// Its agent's entry; the Service counts as found where it
+			// has targets (the agent reports no more).
+			if known {
+				entries = append(entries, prev)
+				if !dnsrecord.LoadBalancerTargets(prev.LoadBalancer).Empty() {
+					found++
+				}
+			}
+			continue
+		}
 		lb, exists, err := r.memberLoadBalancer(kfc.Name, req.NamespacedName, rec.Spec.AllowServiceWithoutEndpoints)
 		if errors.Is(err, errNotSynced) {
 			// Keep what was known until the cache can tell.
@@ -227,6 +253,56 @@ func (r *ServiceDNSRecordReconciler) Reconcile(ctx context.Context, req reconcil
 		return reconcile.Result{}, fmt.Errorf("update ServiceDNSRecord status: %w", err)
 	}
 	return result, nil
+}
+
+// reconcileAgent writes the agent's own cluster's entry of the record:
+// its zones and region, and what its copy of the Service contributes. A
+// cluster that is not ready is left to the control plane.
+func (r *ServiceDNSRecordReconciler) reconcileAgent(ctx context.Context, rec *dnsv1a1.ServiceDNSRecord) (reconcile.Result, error) {
+	if !r.Readiness.IsReady(r.Agent) {
+		return reconcile.Result{}, nil
+	}
+	kfc := &fedv1b1.KubeFedCluster{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Agent}, kfc); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	key := client.ObjectKeyFromObject(rec)
+	lb, _, err := r.memberLoadBalancer(r.Agent, key, rec.Spec.AllowServiceWithoutEndpoints)
+	if errors.Is(err, errNotSynced) {
+		return reconcile.Result{RequeueAfter: r.syncRetry()}, nil
+	}
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("read Service %s: %w", key, err)
+	}
+	entry := dnsv1a1.ClusterDNS{Cluster: r.Agent, Zones: slices.Clone(kfc.Status.Zones), Region: regionOf(kfc), LoadBalancer: lb}
+	next, changed := withEntry(rec.Status.DNS, r.Agent, &entry, func(e dnsv1a1.ClusterDNS) string { return e.Cluster })
+	if !changed {
+		return reconcile.Result{}, nil
+	}
+	rec.Status.DNS = next
+	// Guarded by the resourceVersion read: a conflict with the control
+	// plane's write is retried on the record as it then is.
+	if err := r.Client.Status().Update(ctx, rec); err != nil {
+		return reconcile.Result{}, fmt.Errorf("update cluster %s's entry of ServiceDNSRecord %s: %w", r.Agent, key, err)
+	}
+	return reconcile.Result{}, nil
+}
+
+// withEntry returns entries, sorted by cluster, with the entry of cluster
+// set to entry, or removed when entry is nil, and whether that changed
+// them.
+func withEntry[T any](entries []T, cluster string, entry *T, clusterOf func(T) string) ([]T, bool) {
+	out := make([]T, 0, len(entries)+1)
+	for _, e := range entries {
+		if clusterOf(e) != cluster {
+			out = append(out, e)
+		}
+	}
+	if entry != nil {
+		i, _ := slices.BinarySearchFunc(out, cluster, func(e T, c string) int { return strings.Compare(clusterOf(e), c) })
+		out = slices.Insert(out, i, *entry)
+	}
+	return out, !equality.Semantic.DeepEqual(entries, out)
 }
 
 func (r *ServiceDNSRecordReconciler) syncRetry() time.Duration {

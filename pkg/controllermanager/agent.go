@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,7 +34,9 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
+	dnsv1alpha1 "github.com/kubefed-io/kubefed/api/multiclusterdns/v1alpha1"
 	"github.com/kubefed-io/kubefed/controllers/cluster"
+	"github.com/kubefed-io/kubefed/controllers/dns"
 	"github.com/kubefed-io/kubefed/controllers/scheduling"
 	syncctl "github.com/kubefed-io/kubefed/controllers/sync"
 	"github.com/kubefed-io/kubefed/controllers/typeconfig"
@@ -451,7 +454,79 @@ func setupAgent(ctx context.Context, cfg *rest.Config, mgr manager.Manager, o Ag
 		engine.Stop()
 		return nil, fmt.Errorf("set up the FederatedTypeConfig controller: %w", err)
 	}
+	if err := setupAgentDNS(ctx, cfg, mgr, o, s, readiness, members); err != nil {
+		engine.Stop()
+		return nil, err
+	}
 	return engine, nil
+}
+
+// setupAgentDNS runs this member's part of the DNS records: its entries of
+// ServiceDNSRecords and IngressDNSRecords, from its own Services and
+// Ingresses, which the control plane cannot read. A host token that may not
+// write the records (an agent joined before join granted it) turns them
+// off with a message, not the agent.
+func setupAgentDNS(ctx context.Context, cfg *rest.Config, mgr manager.Manager, o AgentOptions, s *kubefedconfig.Settings,
+	readiness *cluster.ReadinessTracker, members *syncctl.MemberCaches) error {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("host client: %w", err)
+	}
+	log := ctrl.Log.WithName("agent")
+	records := []struct {
+		gate     corev1beta1.FeatureGate
+		resource string
+		setup    func() error
+	}{
+		{corev1beta1.CrossClusterServiceDiscovery, "servicednsrecords", func() error {
+			return (&dns.ServiceDNSRecordReconciler{Namespace: o.KubeFedNamespace, Members: members, Readiness: readiness, Agent: o.ClusterName}).SetupWithManager(mgr)
+		}},
+		{corev1beta1.FederatedIngress, "ingressdnsrecords", func() error {
+			return (&dns.IngressDNSRecordReconciler{Namespace: o.KubeFedNamespace, Members: members, Readiness: readiness, Agent: o.ClusterName}).SetupWithManager(mgr)
+		}},
+	}
+	for _, r := range records {
+		if !s.FeatureGates[r.gate] {
+			continue
+		}
+		denied, err := deniedOnHost(ctx, kube, dnsv1alpha1.GroupVersion.Group, r.resource)
+		if err != nil {
+			return fmt.Errorf("check the agent's access to %s: %w", r.resource, err)
+		}
+		if denied != "" {
+			log.Info("This member's DNS record entries are off: the agent's host token may not "+denied+
+				"; run `kubefedctl join "+o.ClusterName+" --mode pull` again to grant it", "resource", r.resource)
+			continue
+		}
+		if err := r.setup(); err != nil {
+			return fmt.Errorf("set up this member's %s: %w", r.resource, err)
+		}
+	}
+	return nil
+}
+
+// deniedOnHost says what of reading resource and writing its status the
+// host denies this agent, or "" when it may do all of it.
+func deniedOnHost(ctx context.Context, kube kubernetes.Interface, group, resource string) (string, error) {
+	for _, a := range []authorizationv1.ResourceAttributes{
+		{Group: group, Resource: resource, Verb: "list"},
+		{Group: group, Resource: resource, Verb: "watch"},
+		{Group: group, Resource: resource, Subresource: "status", Verb: "update"},
+	} {
+		review, err := kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx,
+			&authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &a}}, metav1.CreateOptions{})
+		if err != nil {
+			return "", err
+		}
+		if !review.Status.Allowed {
+			what := a.Verb + " " + resource
+			if a.Subresource != "" {
+				what += "/" + a.Subresource
+			}
+			return what, nil
+		}
+	}
+	return "", nil
 }
 
 // agentShard is an agent's share of the members: its own cluster while

@@ -376,12 +376,12 @@ func setupControllers(ctx context.Context, cfg *rest.Config, mgr manager.Manager
 		}
 	}
 	if s.FeatureGates[corev1beta1.CrossClusterServiceDiscovery] {
-		if err := (&dns.ServiceDNSRecordReconciler{Namespace: o.KubeFedNamespace, Members: shared.dnsMembers, Readiness: shared.readiness}).SetupWithManager(mgr); err != nil {
+		if err := (&dns.ServiceDNSRecordReconciler{Namespace: o.KubeFedNamespace, Members: shared.dnsMembers, Readiness: shared.readiness, Pulled: pulled.Pulled}).SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("set up the ServiceDNSRecord controller: %w", err)
 		}
 	}
 	if s.FeatureGates[corev1beta1.FederatedIngress] {
-		if err := (&dns.IngressDNSRecordReconciler{Namespace: o.KubeFedNamespace, Members: shared.dnsMembers, Readiness: shared.readiness}).SetupWithManager(mgr); err != nil {
+		if err := (&dns.IngressDNSRecordReconciler{Namespace: o.KubeFedNamespace, Members: shared.dnsMembers, Readiness: shared.readiness, Pulled: pulled.Pulled}).SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("set up the IngressDNSRecord controller: %w", err)
 		}
 	}

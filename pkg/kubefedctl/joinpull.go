@@ -15,6 +15,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
+	dnsv1alpha1 "github.com/kubefed-io/kubefed/api/multiclusterdns/v1alpha1"
 	typesv1beta1 "github.com/kubefed-io/kubefed/api/types/v1beta1"
 )
 
@@ -139,7 +140,8 @@ func (j *joiner) federatedGroups(ctx context.Context) ([]string, error) {
 // agentClusterRole is what a Pull-mode member's agent may do on the host
 // beyond its heartbeat Lease (agentLeaseRole): read the federated objects
 // and write their status and events; read the type configs, the
-// KubeFedConfig and its own KubeFedCluster; read kube-system's UID, which
+// KubeFedConfig and its own KubeFedCluster; read the DNS records and write
+// their status (its entries); read kube-system's UID, which
 // tells whether it runs in the host itself. Nothing about other clusters,
 // and no Secret; but the templates of every federated object, those not
 // placed on it too (FederatedSecrets included), are readable.
@@ -152,6 +154,9 @@ func agentClusterRole(r registration, groups []string) *rbacv1.ClusterRole {
 			{APIGroups: groups, Resources: []string{"*/status"}, Verbs: []string{"get", "patch", "update"}},
 			{APIGroups: []string{corev1beta1.GroupVersion.Group}, Resources: []string{"federatedtypeconfigs", "kubefedconfigs"}, Verbs: read},
 			{APIGroups: []string{corev1beta1.GroupVersion.Group}, Resources: []string{"kubefedclusters"}, ResourceNames: []string{r.clusterName}, Verbs: read},
+			// Its entries of the DNS records, from its Services and Ingresses.
+			{APIGroups: []string{dnsv1alpha1.GroupVersion.Group}, Resources: []string{"servicednsrecords", "ingressdnsrecords"}, Verbs: read},
+			{APIGroups: []string{dnsv1alpha1.GroupVersion.Group}, Resources: []string{"servicednsrecords/status", "ingressdnsrecords/status"}, Verbs: []string{"get", "patch", "update"}},
 			{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 			{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 			{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: []string{metav1.NamespaceSystem}, Verbs: []string{"get"}},

@@ -18,12 +18,15 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
+	dnsv1alpha1 "github.com/kubefed-io/kubefed/api/multiclusterdns/v1alpha1"
+	"github.com/kubefed-io/kubefed/controllers/dns"
 	"github.com/kubefed-io/kubefed/pkg/kubefedctl"
 	"github.com/kubefed-io/kubefed/test/framework"
 )
@@ -251,6 +254,90 @@ var _ = Describe("Pull mode", Ordered, func() {
 		Expect(apierrors.IsForbidden(agentClient.Get(ctx, client.ObjectKey{Namespace: kubefedNS, Name: "member1"}, &corev1beta1.KubeFedCluster{}))).To(BeTrue(), "reading member1's KubeFedCluster")
 		Expect(agentClient.Get(ctx, client.ObjectKey{Namespace: kubefedNS, Name: member2.Name}, &corev1beta1.KubeFedCluster{})).To(Succeed(), "reading its own KubeFedCluster")
 		Expect(apierrors.IsForbidden(agentClient.Create(ctx, fedObject("ConfigMap", pullNS, "sneaky", map[string]any{}, nil, nil)))).To(BeTrue(), "creating a federated object")
+	})
+
+	It("publishes the pull member's Service in a ServiceDNSRecord through its agent, beside a push member's", func(ctx context.Context) {
+		const svc = "dns-web"
+		domain := &dnsv1alpha1.Domain{ObjectMeta: metav1.ObjectMeta{Name: "pull-fed", Namespace: kubefedNS}, Domain: "pull.example"}
+		Expect(fw.Host.Client.Create(ctx, domain)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) error { return client.IgnoreNotFound(fw.Host.Client.Delete(ctx, domain)) })
+		members := []*framework.Cluster{fw.Members[0], member2}
+		fsvc := fedObject("Service", pullNS, svc, map[string]any{"spec": map[string]any{
+			"type": "LoadBalancer", "selector": map[string]any{"app": svc},
+			"ports": []any{map[string]any{"name": "http", "port": int64(80)}},
+		}}, []string{members[0].Name, members[1].Name}, nil)
+		Expect(fw.Host.Client.Create(ctx, fsvc)).To(Succeed())
+		// The spec plays each member's cloud provider (TEST-NET addresses).
+		ips := []string{"192.0.2.11", "192.0.2.12"}
+		for i, m := range members {
+			Eventually(func() error {
+				s := &corev1.Service{}
+				if err := m.Client.Get(ctx, client.ObjectKey{Namespace: pullNS, Name: svc}, s); err != nil {
+					return err
+				}
+				s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ips[i]}}
+				return m.Client.Status().Update(ctx, s)
+			}).WithTimeout(60*time.Second).Should(Succeed(), "the Service in %s", m.Name)
+		}
+		rec := &dnsv1alpha1.ServiceDNSRecord{
+			ObjectMeta: metav1.ObjectMeta{Name: svc, Namespace: pullNS},
+			Spec:       dnsv1alpha1.ServiceDNSRecordSpec{DomainRef: domain.Name, RecordTTL: 5, AllowServiceWithoutEndpoints: true},
+		}
+		Expect(fw.Host.Client.Create(ctx, rec)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) error { return client.IgnoreNotFound(fw.Host.Client.Delete(ctx, rec)) })
+
+		// member2's entry is its agent's: the host cannot read its Service.
+		Eventually(func(g Gomega) {
+			got := &dnsv1alpha1.ServiceDNSRecord{}
+			g.Expect(fw.Host.Client.Get(ctx, client.ObjectKeyFromObject(rec), got)).To(Succeed())
+			entries := map[string]string{}
+			for _, e := range got.Status.DNS {
+				var a []string
+				for _, in := range e.LoadBalancer.Ingress {
+					a = append(a, in.IP)
+				}
+				entries[e.Cluster] = strings.Join(a, ",")
+			}
+			g.Expect(entries).To(HaveKeyWithValue(members[0].Name, ips[0]))
+			g.Expect(entries).To(HaveKeyWithValue(member2.Name, ips[1]))
+			g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, dns.ConditionReady)).To(BeTrue())
+			// The global name the DNSEndpoint publishes answers with both.
+			ep := &dnsv1alpha1.DNSEndpoint{}
+			g.Expect(fw.Host.Client.Get(ctx, client.ObjectKey{Namespace: pullNS, Name: "service-" + svc}, ep)).To(Succeed())
+			global := strings.Join([]string{svc, pullNS, domain.Name, "svc", domain.Domain}, ".")
+			var targets []string
+			for _, e := range ep.Spec.Endpoints {
+				if e.DNSName == global {
+					targets = e.Targets
+				}
+			}
+			g.Expect(targets).To(ConsistOf(ips[0], ips[1]))
+		}).WithTimeout(60 * time.Second).WithPolling(time.Second).Should(Succeed())
+
+		By("the pull member's address changes; its entry follows")
+		Eventually(func() error {
+			s := &corev1.Service{}
+			if err := member2.Client.Get(ctx, client.ObjectKey{Namespace: pullNS, Name: svc}, s); err != nil {
+				return err
+			}
+			s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.13"}}
+			return member2.Client.Status().Update(ctx, s)
+		}).Should(Succeed())
+		Eventually(func() []string {
+			got := &dnsv1alpha1.ServiceDNSRecord{}
+			if err := fw.Host.Client.Get(ctx, client.ObjectKeyFromObject(rec), got); err != nil {
+				return nil
+			}
+			var out []string
+			for _, e := range got.Status.DNS {
+				for _, in := range e.LoadBalancer.Ingress {
+					out = append(out, e.Cluster+"="+in.IP)
+				}
+			}
+			return out
+		}).WithTimeout(60 * time.Second).Should(ConsistOf(members[0].Name+"="+ips[0], member2.Name+"=192.0.2.13"))
+		Expect(fw.Host.Client.Delete(ctx, fsvc)).To(Succeed())
+		Eventually(func() bool { return fedGet(ctx, "Service", pullNS, svc) == nil }).WithTimeout(60 * time.Second).Should(BeTrue())
 	})
 
 	It("converges with no copy written twice after its agent is killed mid-wave and started again", func(ctx context.Context) {
