@@ -356,7 +356,12 @@ func runAgent(ctx context.Context, o AgentOptions, hostCfg, memberCfg *rest.Conf
 			}
 			// Its cluster's unschedulable pods, which the host cannot
 			// read, go with the heartbeat for the RSP's capacity estimate.
-			pods := scheduling.NewPendingPods(registry, "", ctrl.Log.WithName("pending-pods"))
+			podNamespace := ""
+			if settings.Scope == corev1beta1.NamespaceScoped {
+				// Its member grants the KubeFed namespace alone.
+				podNamespace = o.KubeFedNamespace
+			}
+			pods := scheduling.NewPendingPods(registry, podNamespace, ctrl.Log.WithName("pending-pods"))
 			if err := mgr.Add(pods); err != nil {
 				return nil, err
 			}

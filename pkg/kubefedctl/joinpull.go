@@ -48,9 +48,6 @@ func (r registration) agentRegistration() registration {
 // and to write their status, events and its own heartbeat only, and the
 // KubeFedCluster in Pull mode. No member credential reaches the host.
 func (j *joiner) planPull(ctx context.Context) ([]*step, error) {
-	if j.scope != corev1beta1.ClusterScoped {
-		return nil, fmt.Errorf("--mode pull supports Cluster scope only for now; the host's KubeFedConfig (or --scope) says %s", j.scope)
-	}
 	var plan stepList
 	add := plan.add
 	if err := j.planMemberAccess(ctx, &plan); err != nil {
@@ -68,8 +65,9 @@ func (j *joiner) planPull(ctx context.Context) ([]*step, error) {
 	rbac := j.host.kube.RbacV1()
 	r := agent.reg
 	takeOver := !j.opts.errorOnExisting
+	clusterRole, role := agentRoles(r, groups, j.scope)
 	add(applyPlan[*rbacv1.ClusterRole]{
-		where: j.host, client: rbac.ClusterRoles(), ref: clusterRoleRef(r.roleName()), desired: agentClusterRole(r, groups),
+		where: j.host, client: rbac.ClusterRoles(), ref: clusterRoleRef(r.roleName()), desired: clusterRole,
 		sync: func(live, desired *rbacv1.ClusterRole) syncResult { return syncRules(&live.Rules, desired.Rules) },
 		reg:  r, takeOver: takeOver,
 	}.plan(ctx))
@@ -90,7 +88,7 @@ func (j *joiner) planPull(ctx context.Context) ([]*step, error) {
 		reg: r, takeOver: true,
 	}.plan(ctx))
 	add(applyPlan[*rbacv1.Role]{
-		where: j.host, client: rbac.Roles(r.namespace), ref: roleRef(r), desired: agentLeaseRole(r),
+		where: j.host, client: rbac.Roles(r.namespace), ref: roleRef(r), desired: role,
 		sync: func(live, desired *rbacv1.Role) syncResult { return syncRules(&live.Rules, desired.Rules) },
 		reg:  r, takeOver: takeOver,
 	}.plan(ctx))
@@ -137,31 +135,47 @@ func (j *joiner) federatedGroups(ctx context.Context) ([]string, error) {
 	return groups, nil
 }
 
-// agentClusterRole is what a Pull-mode member's agent may do on the host
-// beyond its heartbeat Lease (agentLeaseRole): read the federated objects
-// and write their status and events; read the type configs, the
-// KubeFedConfig and its own KubeFedCluster; read the DNS records and write
-// their status (its entries); read kube-system's UID, which
-// tells whether it runs in the host itself. Nothing about other clusters,
-// and no Secret; but the templates of every federated object, those not
-// placed on it too (FederatedSecrets included), are readable.
-func agentClusterRole(r registration, groups []string) *rbacv1.ClusterRole {
+// agentRoles are what a Pull-mode member's agent may do on the host, as a
+// ClusterRole and a Role in the KubeFed namespace, both named
+// kubefed-agent:<cluster>: read the federated objects and write their
+// status and events; read the type configs, the KubeFedConfig and its own
+// KubeFedCluster; read the DNS records and write their status (its
+// entries); get and renew its own heartbeat Lease (agentLeaseRule); read
+// kube-system's UID, which tells whether it runs in the host itself.
+// Nothing about other clusters, and no Secret; but the templates of every
+// federated object, those not placed on it too (FederatedSecrets
+// included), are readable. With Cluster scope the federated objects are
+// read in every namespace, so their rules are the ClusterRole's; with
+// Namespaced scope they are the Role's, in the control plane's namespace
+// alone, and the ClusterRole has kube-system's rule only.
+func agentRoles(r registration, groups []string, scope corev1beta1.Scope) (*rbacv1.ClusterRole, *rbacv1.Role) {
 	read := []string{"get", "list", "watch"}
-	return &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: r.roleName(), Labels: r.labels()},
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: groups, Resources: []string{"*"}, Verbs: read},
-			{APIGroups: groups, Resources: []string{"*/status"}, Verbs: []string{"get", "patch", "update"}},
-			{APIGroups: []string{corev1beta1.GroupVersion.Group}, Resources: []string{"federatedtypeconfigs", "kubefedconfigs"}, Verbs: read},
-			{APIGroups: []string{corev1beta1.GroupVersion.Group}, Resources: []string{"kubefedclusters"}, ResourceNames: []string{r.clusterName}, Verbs: read},
-			// Its entries of the DNS records, from its Services and Ingresses.
-			{APIGroups: []string{dnsv1alpha1.GroupVersion.Group}, Resources: []string{"servicednsrecords", "ingressdnsrecords"}, Verbs: read},
-			{APIGroups: []string{dnsv1alpha1.GroupVersion.Group}, Resources: []string{"servicednsrecords/status", "ingressdnsrecords/status"}, Verbs: []string{"get", "patch", "update"}},
-			{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
-			{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
-			{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: []string{metav1.NamespaceSystem}, Verbs: []string{"get"}},
-		},
+	objects := []rbacv1.PolicyRule{
+		{APIGroups: groups, Resources: []string{"*"}, Verbs: read},
+		{APIGroups: groups, Resources: []string{"*/status"}, Verbs: []string{"get", "patch", "update"}},
+		{APIGroups: []string{corev1beta1.GroupVersion.Group}, Resources: []string{"federatedtypeconfigs", "kubefedconfigs"}, Verbs: read},
+		{APIGroups: []string{corev1beta1.GroupVersion.Group}, Resources: []string{"kubefedclusters"}, ResourceNames: []string{r.clusterName}, Verbs: read},
+		// Its entries of the DNS records, from its Services and Ingresses.
+		{APIGroups: []string{dnsv1alpha1.GroupVersion.Group}, Resources: []string{"servicednsrecords", "ingressdnsrecords"}, Verbs: read},
+		{APIGroups: []string{dnsv1alpha1.GroupVersion.Group}, Resources: []string{"servicednsrecords/status", "ingressdnsrecords/status"}, Verbs: []string{"get", "patch", "update"}},
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 	}
+	kubeSystem := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: []string{metav1.NamespaceSystem}, Verbs: []string{"get"}}
+	clusterRules, roleRules := append(objects, kubeSystem), []rbacv1.PolicyRule{agentLeaseRule(r)}
+	if scope == corev1beta1.NamespaceScoped {
+		clusterRules, roleRules = []rbacv1.PolicyRule{kubeSystem}, append(objects, agentLeaseRule(r))
+	}
+	return &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: r.roleName(), Labels: r.labels()}, Rules: clusterRules},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: r.roleName(), Namespace: r.namespace, Labels: r.labels()}, Rules: roleRules}
+}
+
+// agentLeaseRule lets an agent get and renew its own heartbeat Lease, in
+// the KubeFed namespace, and no other: join creates it, as creating cannot
+// be limited by name.
+func agentLeaseRule(r registration) rbacv1.PolicyRule {
+	return rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"},
+		ResourceNames: []string{corev1beta1.AgentLeaseName(r.clusterName)}, Verbs: []string{"get", "update"}}
 }
 
 // syncRules makes a role's live rules the desired ones.
@@ -171,16 +185,6 @@ func syncRules(live *[]rbacv1.PolicyRule, desired []rbacv1.PolicyRule) syncResul
 	}
 	*live = desired
 	return needsUpdate
-}
-
-// agentLeaseRole lets an agent get and renew its own heartbeat Lease, in
-// the KubeFed namespace, and no other.
-func agentLeaseRole(r registration) *rbacv1.Role {
-	return &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: r.roleName(), Namespace: r.namespace, Labels: r.labels()},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"},
-			ResourceNames: []string{corev1beta1.AgentLeaseName(r.clusterName)}, Verbs: []string{"get", "update"}}},
-	}
 }
 
 // planAgentHostSecret plans the member Secret with the agent's host

@@ -3,29 +3,68 @@ package kubefedctl
 import (
 	"slices"
 	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+
+	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
 )
 
-// The agent's host role reads federated objects and its own cluster only:
+// The agent's host roles read federated objects and its own cluster only:
 // no rule reaches Secrets or another KubeFedCluster, and none writes a
-// federated object itself (only its status).
+// federated object itself (only its status), in either scope.
 func TestAgentRoleGrantsNoSecretAndNoOtherCluster(t *testing.T) {
 	r := registration{clusterName: "edge", hostClusterName: "host", namespace: "kube-federation-system"}.agentRegistration()
-	role := agentClusterRole(r, []string{"types.kubefed.io", "fed.example.com"})
-	if r.serviceAccountName() != "kubefed-agent-edge" || role.Name != "kubefed-agent:edge" {
-		t.Errorf("names %s, %s", r.serviceAccountName(), role.Name)
+	if r.serviceAccountName() != "kubefed-agent-edge" {
+		t.Errorf("ServiceAccount %s", r.serviceAccountName())
 	}
-	for _, rule := range role.Rules {
-		for _, g := range rule.APIGroups {
-			if g == "" && slices.ContainsFunc(rule.Resources, func(res string) bool { return res == "secrets" || res == "*" }) {
-				t.Errorf("rule %+v reaches Secrets", rule)
-			}
-			if g == "core.kubefed.io" && slices.Contains(rule.Resources, "kubefedclusters") && !slices.Equal(rule.ResourceNames, []string{"edge"}) {
-				t.Errorf("rule %+v reaches other clusters", rule)
-			}
-			if slices.Contains(rule.Resources, "*") && slices.ContainsFunc(rule.Verbs, func(v string) bool { return v != "get" && v != "list" && v != "watch" }) {
-				t.Errorf("rule %+v writes federated objects", rule)
+	for _, scope := range []corev1beta1.Scope{corev1beta1.ClusterScoped, corev1beta1.NamespaceScoped} {
+		clusterRole, role := agentRoles(r, []string{"types.kubefed.io", "fed.example.com"}, scope)
+		if clusterRole.Name != "kubefed-agent:edge" || role.Name != "kubefed-agent:edge" || role.Namespace != r.namespace {
+			t.Errorf("%s: names %s, %s/%s", scope, clusterRole.Name, role.Namespace, role.Name)
+		}
+		for _, rule := range slices.Concat(clusterRole.Rules, role.Rules) {
+			for _, g := range rule.APIGroups {
+				if g == "" && slices.ContainsFunc(rule.Resources, func(res string) bool { return res == "secrets" || res == "*" }) {
+					t.Errorf("%s: rule %+v reaches Secrets", scope, rule)
+				}
+				if g == "core.kubefed.io" && slices.Contains(rule.Resources, "kubefedclusters") && !slices.Equal(rule.ResourceNames, []string{"edge"}) {
+					t.Errorf("%s: rule %+v reaches other clusters", scope, rule)
+				}
+				if slices.Contains(rule.Resources, "*") && slices.ContainsFunc(rule.Verbs, func(v string) bool { return v != "get" && v != "list" && v != "watch" }) {
+					t.Errorf("%s: rule %+v writes federated objects", scope, rule)
+				}
 			}
 		}
+	}
+}
+
+// With Namespaced scope the agent reads federated objects in the control
+// plane's namespace alone: the cluster-wide role holds kube-system's UID
+// only, and the Role everything else.
+func TestNamespacedAgentReadsItsNamespaceOnly(t *testing.T) {
+	r := registration{clusterName: "edge", hostClusterName: "host", namespace: "tenant"}.agentRegistration()
+	clusterRole, role := agentRoles(r, []string{"types.kubefed.io"}, corev1beta1.NamespaceScoped)
+	if len(clusterRole.Rules) != 1 || !slices.Equal(clusterRole.Rules[0].Resources, []string{"namespaces"}) ||
+		!slices.Equal(clusterRole.Rules[0].ResourceNames, []string{"kube-system"}) {
+		t.Errorf("cluster-wide rules %+v", clusterRole.Rules)
+	}
+	grants := func(rules []rbacv1.PolicyRule, group, resource, verb string) bool {
+		return slices.ContainsFunc(rules, func(rule rbacv1.PolicyRule) bool {
+			return slices.Contains(rule.APIGroups, group) && slices.Contains(rule.Resources, resource) && slices.Contains(rule.Verbs, verb)
+		})
+	}
+	for _, want := range [][3]string{
+		{"types.kubefed.io", "*", "watch"}, {"types.kubefed.io", "*/status", "update"},
+		{"core.kubefed.io", "kubefedconfigs", "get"}, {"multiclusterdns.kubefed.io", "servicednsrecords/status", "update"},
+		{"coordination.k8s.io", "leases", "update"},
+	} {
+		if !grants(role.Rules, want[0], want[1], want[2]) {
+			t.Errorf("the namespaced Role does not %s %s.%s", want[2], want[1], want[0])
+		}
+	}
+	cluster, _ := agentRoles(r, []string{"types.kubefed.io"}, corev1beta1.ClusterScoped)
+	if !grants(cluster.Rules, "types.kubefed.io", "*", "watch") {
+		t.Error("with Cluster scope the ClusterRole does not read federated objects")
 	}
 }
 
@@ -33,12 +72,12 @@ func TestAgentRoleGrantsNoSecretAndNoOtherCluster(t *testing.T) {
 // Lease, and the Role names it.
 func TestAgentMayRenewItsOwnLeaseOnly(t *testing.T) {
 	r := registration{clusterName: "edge", hostClusterName: "host", namespace: "kube-federation-system"}.agentRegistration()
-	for _, rule := range agentClusterRole(r, []string{"types.kubefed.io"}).Rules {
+	clusterRole, role := agentRoles(r, []string{"types.kubefed.io"}, corev1beta1.ClusterScoped)
+	for _, rule := range clusterRole.Rules {
 		if slices.Contains(rule.Resources, "leases") {
 			t.Errorf("the cluster-wide role reaches Leases: %+v", rule)
 		}
 	}
-	role := agentLeaseRole(r)
 	if role.Namespace != r.namespace || len(role.Rules) != 1 || !slices.Equal(role.Rules[0].ResourceNames, []string{"kubefed-agent-edge"}) ||
 		slices.Contains(role.Rules[0].Verbs, "create") {
 		t.Errorf("lease role %+v", role)

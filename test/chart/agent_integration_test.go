@@ -90,25 +90,57 @@ func TestAgentChartRendersJoinsDeployment(t *testing.T) {
 // agent as the chart's Deployment would (its arguments, the mounted Secret,
 // the chart's ServiceAccount token for the member): the member turns Ready
 // through the heartbeat, a federated ConfigMap arrives, and neither the
-// agent nor the control plane is refused a request.
+// agent nor the control plane is refused a request. With both scopes: a
+// Namespaced control plane's agent runs on namespaced grants, on the host
+// (join's) and in the member (the chart's).
 func TestAgentChartInstall(t *testing.T) {
+	for _, in := range []install{
+		{scope: corev1beta1.ClusterScoped, namespace: corev1beta1.DefaultKubeFedNamespace, release: "kubefed"},
+		{scope: corev1beta1.NamespaceScoped, namespace: "kubefed-tenant", release: "tenant"},
+	} {
+		t.Run(string(in.scope), func(t *testing.T) { agentChartInstall(t, in) })
+	}
+}
+
+func agentChartInstall(t *testing.T, in install) {
 	helm := newHelm(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	fw := startHostAndMember(ctx, t)
-	ns := corev1beta1.DefaultKubeFedNamespace
-	cp := installChart(ctx, t, fw, helm, install{scope: corev1beta1.ClusterScoped, namespace: ns, release: "kubefed"})
+	ns := in.namespace
+	cp := installChart(ctx, t, fw, helm, in)
 	cp.start(ctx, t)
 	cp.checkDefaultTypesRun(ctx, t)
 
 	member := fw.Members[0]
 	if out, errOut, err := fw.Kubefedctl(ctx, "join", member.Name, "--mode", "pull", "--install-agent=false",
-		"--cluster-context", member.Name, "--host-cluster-context", fw.Host.Name); err != nil {
+		"--cluster-context", member.Name, "--host-cluster-context", fw.Host.Name, "--kubefed-namespace", ns); err != nil {
 		t.Fatalf("join: %v\n%s%s", err, out, errOut)
 	}
 	if _, err := helm.run("install", "kubefed-agent", agentChartDir, "--namespace", ns,
-		"--kubeconfig", fw.Kubeconfig, "--kube-context", member.Name, "--set", "clusterName="+member.Name); err != nil {
+		"--kubeconfig", fw.Kubeconfig, "--kube-context", member.Name, "--set", "clusterName="+member.Name,
+		"--set", "scope="+string(in.scope)); err != nil {
 		t.Fatal(err)
+	}
+	if in.scope == corev1beta1.NamespaceScoped {
+		// Nothing outside its namespace: the agent's host role reads
+		// federated objects there alone, and in the member the chart
+		// grants its namespace alone.
+		checkAccess(ctx, t, fw.Host, "system:serviceaccount:"+ns+":kubefed-agent-"+member.Name, ns, []access{
+			{verb: "watch", group: "types.kubefed.io", resource: "federatedconfigmaps", namespace: ns},
+			{verb: "update", group: "types.kubefed.io", resource: "federatedconfigmaps", subresource: "status", namespace: ns},
+		}, []access{
+			{verb: "list", group: "types.kubefed.io", resource: "federatedconfigmaps"},
+			{verb: "get", group: "types.kubefed.io", resource: "federatedconfigmaps", namespace: "demo"},
+			{verb: "list", group: "multiclusterdns.kubefed.io", resource: "servicednsrecords"},
+		})
+		checkAccess(ctx, t, member, "system:serviceaccount:"+ns+":kubefed-agent", ns, []access{
+			{verb: "create", resource: "configmaps", namespace: ns},
+			{verb: "list", resource: "nodes"},
+		}, []access{
+			{verb: "create", resource: "configmaps", namespace: "demo"},
+			{verb: "list", resource: "configmaps"},
+		})
 	}
 
 	var d appsv1.Deployment

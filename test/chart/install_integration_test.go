@@ -252,8 +252,14 @@ func (cp *controlPlane) checkRights(ctx context.Context, t *testing.T) {
 			access{verb: "create", group: "events.k8s.io", resource: "events", namespace: "demo"},
 		)
 	}
-	user := fmt.Sprintf("system:serviceaccount:%s:%s", cp.namespace, cp.serviceAccount)
-	groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + cp.namespace, "system:authenticated"}
+	checkAccess(ctx, t, cp.fw.Host, fmt.Sprintf("system:serviceaccount:%s:%s", cp.namespace, cp.serviceAccount), cp.namespace, allowed, denied)
+}
+
+// checkAccess asks c's apiserver whether user, a ServiceAccount of
+// namespace, may do what allowed lists and may not do what denied lists.
+func checkAccess(ctx context.Context, t *testing.T, c *framework.Cluster, user, namespace string, allowed, denied []access) {
+	t.Helper()
+	groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"}
 	check := func(a access, want bool) {
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			User: user, Groups: groups,
@@ -261,12 +267,12 @@ func (cp *controlPlane) checkRights(ctx context.Context, t *testing.T) {
 				Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.subresource, Namespace: a.namespace, Name: a.name,
 			},
 		}}
-		got, err := cp.fw.Host.Kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+		got, err := c.Kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got.Status.Allowed != want {
-			t.Errorf("%s may %s: %v, want %v", user, a, got.Status.Allowed, want)
+			t.Errorf("%s may %s in %s: %v, want %v", user, a, c.Name, got.Status.Allowed, want)
 		}
 	}
 	for _, a := range allowed {
