@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	goruntime "runtime"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -89,6 +90,12 @@ func Run(ctx context.Context, o Options) error {
 	cfg, err := RESTConfig(o)
 	if err != nil {
 		return err
+	}
+	if o.PprofAddr != "" && o.PprofAddr != "0" {
+		// What waits, and on which lock, is what a profile of latency
+		// needs; both samplers cost little and run only when profiling.
+		goruntime.SetBlockProfileRate(int(time.Millisecond))
+		goruntime.SetMutexProfileFraction(10)
 	}
 	if o.ScaleOut {
 		// Every replica propagates; the singletons still need a leader.

@@ -97,7 +97,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.HealthAddr, "health-addr", o.HealthAddr, "Address the /healthz and /readyz endpoints bind to; 0 disables them.")
 	fs.BoolVar(&o.InstallDefaultTypes, "install-default-types", o.InstallDefaultTypes, "On the first start (no KubeFedConfig yet), create the FederatedTypeConfigs of the default types, as the Helm chart's defaultTypes.install does; for installs without Helm.")
 	fs.StringSliceVar(&o.ExcludeDefaultTypes, "exclude-default-types", o.ExcludeDefaultTypes, "FederatedTypeConfig names --install-default-types leaves out, such as jobs.batch.")
-	fs.StringVar(&o.PprofAddr, "pprof-addr", o.PprofAddr, "Address Go's /debug/pprof profiles bind to, such as 127.0.0.1:6060; off when empty or 0. They are unauthenticated: bind it to loopback.")
+	fs.StringVar(&o.PprofAddr, "pprof-addr", o.PprofAddr, "Address Go's /debug/pprof profiles bind to, such as 127.0.0.1:6060; off when empty or 0. With it the block and mutex profiles are sampled too. They are unauthenticated: bind it to loopback.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader among replicas on the Lease kubefed-controller-manager.")
 	fs.StringVar(&o.Scope, "scope", o.Scope, "Scope (Cluster or Namespaced) of the KubeFedConfig created when none exists.")
 	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "Port the validating admission webhooks are served on over TLS; 0 disables them.")
