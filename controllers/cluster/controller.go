@@ -284,6 +284,9 @@ func (r *Reconciler) forgetIfUnprobed(name string) {
 func (r *Reconciler) forgetLocked(name string) {
 	delete(r.workers, name)
 	r.Registry.Remove(name)
+	if r.Heartbeats != nil {
+		r.Heartbeats.Forget(name)
+	}
 	metrics.DeleteCluster(name)
 	r.Readiness.forget(name)
 }

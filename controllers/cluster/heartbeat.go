@@ -70,9 +70,12 @@ func (w *worker) observeAgent(ctx context.Context, cluster *fedv1b1.KubeFedClust
 
 // HeartbeatListener hears the heartbeats of Pull-mode members' agents: the
 // Lease as read, once per probe period while it is fresh. Heartbeat must
-// return quickly and must not keep or change the Lease.
+// return quickly and must not keep or change the Lease. Forget says a
+// cluster has no agent any more (it is gone or in push mode), so that
+// nothing it reported earlier stays in use.
 type HeartbeatListener interface {
 	Heartbeat(cluster string, lease *coordinationv1.Lease)
+	Forget(cluster string)
 }
 
 // AgentSummaryAnnotation on an agent's heartbeat Lease holds, as JSON, what

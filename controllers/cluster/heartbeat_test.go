@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -114,19 +115,39 @@ func TestPullModeMemberHealthFromTheAgentsHeartbeat(t *testing.T) {
 	if heard.count() != n {
 		t.Error("a stale heartbeat was handed to the listener")
 	}
+	// Joined again in push mode, it has no agent: what it reported is
+	// forgotten.
+	got := h.cluster("edge")
+	got.Spec.Mode = fedv1b1.ClusterModePush
+	if err := h.client.Update(h.ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcile("edge")
+	eventually(t, 5*time.Second, "edge forgotten once in push mode", func() bool {
+		heard.mu.Lock()
+		defer heard.mu.Unlock()
+		return slices.Contains(heard.forgotten, "edge")
+	})
 }
 
 // heartbeats records the heartbeats a HeartbeatListener hears.
 type heartbeats struct {
-	mu    sync.Mutex
-	heard []*coordinationv1.Lease
-	names []string
+	mu        sync.Mutex
+	heard     []*coordinationv1.Lease
+	names     []string
+	forgotten []string
 }
 
 func (h *heartbeats) Heartbeat(cluster string, lease *coordinationv1.Lease) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.heard, h.names = append(h.heard, lease.DeepCopy()), append(h.names, cluster)
+}
+
+func (h *heartbeats) Forget(cluster string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.forgotten = append(h.forgotten, cluster)
 }
 
 func (h *heartbeats) last(cluster string) *coordinationv1.Lease {

@@ -152,6 +152,9 @@ func (w *worker) observe(ctx context.Context, cluster *fedv1b1.KubeFedCluster) (
 		obs, err := w.observeAgent(ctx, cluster)
 		return obs, nil, err
 	}
+	if r.Heartbeats != nil {
+		r.Heartbeats.Forget(cluster.Name)
+	}
 	secret, err := w.secret(ctx, cluster)
 	if err != nil {
 		return observation{}, nil, err

@@ -71,7 +71,10 @@ func (r *IngressDNSRecordReconciler) SetupWithManager(mgr manager.Manager) error
 	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == r.Namespace })
 	// Readiness changes come from the tracker; only clusters coming and
 	// going matter here.
-	membership := predicate.Funcs{UpdateFunc: func(_ event.UpdateEvent) bool { return false }}
+	var membership predicate.Predicate = predicate.Funcs{UpdateFunc: func(_ event.UpdateEvent) bool { return false }}
+	if r.Agent != "" {
+		membership = agentClusterChanged()
+	}
 	return builder.ControllerManagedBy(mgr).
 		Named(IngressRecordControllerName).
 		For(&dnsv1a1.IngressDNSRecord{}).
@@ -194,8 +197,8 @@ func (r *IngressDNSRecordReconciler) Reconcile(ctx context.Context, req reconcil
 // removes it when the cluster has no copy of the Ingress. A cluster that is
 // not ready is left to the control plane.
 func (r *IngressDNSRecordReconciler) reconcileAgent(ctx context.Context, rec *dnsv1a1.IngressDNSRecord) (reconcile.Result, error) {
-	if !r.Readiness.IsReady(r.Agent) {
-		return reconcile.Result{}, nil
+	if _, speaks, err := agentSpeaks(ctx, r.Client, r.Namespace, r.Agent, r.Readiness); err != nil || !speaks {
+		return reconcile.Result{}, err
 	}
 	key := client.ObjectKeyFromObject(rec)
 	ing := &networkingv1.Ingress{}
@@ -214,9 +217,10 @@ func (r *IngressDNSRecordReconciler) reconcileAgent(ctx context.Context, rec *dn
 	if !changed {
 		return reconcile.Result{}, nil
 	}
+	patch := client.MergeFromWithOptions(rec.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	rec.Status.DNS = next
-	if err := r.Client.Status().Update(ctx, rec); err != nil {
-		return reconcile.Result{}, fmt.Errorf("update cluster %s's entry of IngressDNSRecord %s: %w", r.Agent, key, err)
+	if err := r.Client.Status().Patch(ctx, rec, patch); err != nil {
+		return reconcile.Result{}, fmt.Errorf("write cluster %s's entry of IngressDNSRecord %s: %w", r.Agent, key, err)
 	}
 	return reconcile.Result{}, nil
 }

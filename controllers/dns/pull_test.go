@@ -5,11 +5,47 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	fedv1b1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
 	dnsv1a1 "github.com/kubefed-io/kubefed/api/multiclusterdns/v1alpha1"
 )
+
+// pullCluster is a Pull-mode member's KubeFedCluster, Ready as the control
+// plane last wrote it.
+func pullCluster(name, region string, zones ...string) *fedv1b1.KubeFedCluster {
+	c := kubeFedCluster(name, region, zones...)
+	c.Spec.Mode = fedv1b1.ClusterModePull
+	setClusterReady(c, true)
+	return c
+}
+
+func setClusterReady(c *fedv1b1.KubeFedCluster, ready bool) {
+	status := corev1.ConditionTrue
+	if !ready {
+		status = corev1.ConditionFalse
+	}
+	c.Status.Conditions = []fedv1b1.ClusterCondition{{Type: fedv1b1.ClusterReady, Status: status}}
+}
+
+// markReady writes a KubeFedCluster's Ready condition, as the control
+// plane's cluster controller would.
+func markReady(t *testing.T, c client.Client, name string, ready bool) {
+	t.Helper()
+	kfc := &fedv1b1.KubeFedCluster{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: fedNS, Name: name}, kfc); err != nil {
+		t.Fatal(err)
+	}
+	setClusterReady(kfc, ready)
+	if err := c.Status().Update(context.Background(), kfc); err != nil {
+		t.Fatal(err)
+	}
+}
 
 func entriesOf(rec *dnsv1a1.ServiceDNSRecord) string {
 	var got []string
@@ -30,7 +66,7 @@ func TestServiceRecordOfAPullMember(t *testing.T) {
 		serviceRecord(dnsv1a1.ServiceDNSRecordSpec{DomainRef: "fed", AllowServiceWithoutEndpoints: true}),
 		domain("fed", "example.com"),
 		kubeFedCluster("c1", "east", "a"),
-		kubeFedCluster("edge", "south", "s1"))
+		pullCluster("edge", "south", "s1"))
 	h.ready["c1"], h.ready["edge"] = true, true
 	h.r.Pulled = func(c string) bool { return c == "edge" }
 	h.members.add("c1", servicesGVR, service("shop", "web", "192.0.2.1"))
@@ -84,20 +120,89 @@ func TestServiceRecordOfAPullMember(t *testing.T) {
 		t.Errorf("status.dns = %s", got)
 	}
 
-	// edge is not ready: the control plane writes its entry without
-	// targets; its agent, which knows it is not ready, writes nothing.
+	// edge is not ready for the control plane, though its agent's own
+	// probe says it is (the control plane's thresholds, a stale
+	// heartbeat): the control plane writes its entry without targets, and
+	// the agent, which reads the same Ready condition, leaves it so rather
+	// than write it back, which would undo and be undone in a loop.
 	agentMembers.add("edge", servicesGVR, service("shop", "web", "203.0.113.7"))
 	reconcileWith(agent)
 	h.ready["edge"] = false
+	markReady(t, h.client, "edge", false)
 	h.reconcile()
 	if got := entriesOf(h.record()); got != "c1/east/a/192.0.2.1 edge/south/s1/" {
 		t.Errorf("status.dns with edge not ready = %s", got)
 	}
-	agent.Readiness = fakeReadiness{"edge": false}
 	rv = h.record().ResourceVersion
 	reconcileWith(agent)
 	if h.record().ResourceVersion != rv {
-		t.Error("the agent of a member that is not ready wrote its entry")
+		t.Error("the agent of a member the control plane sees not ready wrote its entry")
+	}
+	// Ready again: the agent's entry is back.
+	h.ready["edge"] = true
+	markReady(t, h.client, "edge", true)
+	reconcileWith(agent)
+	if got := entriesOf(h.record()); got != "c1/east/a/192.0.2.1 edge/south/s1/203.0.113.7" {
+		t.Errorf("status.dns with edge ready again = %s", got)
+	}
+	// Joined again in push mode: the control plane writes its entry from
+	// its own cache, and the agent, still running, stands back.
+	kfc := &fedv1b1.KubeFedCluster{}
+	if err := h.client.Get(context.Background(), client.ObjectKey{Namespace: fedNS, Name: "edge"}, kfc); err != nil {
+		t.Fatal(err)
+	}
+	kfc.Spec.Mode = fedv1b1.ClusterModePush
+	if err := h.client.Update(context.Background(), kfc); err != nil {
+		t.Fatal(err)
+	}
+	agentMembers.add("edge", servicesGVR, service("shop", "web", "203.0.113.99"))
+	rv = h.record().ResourceVersion
+	reconcileWith(agent)
+	if h.record().ResourceVersion != rv {
+		t.Error("the agent of a member in push mode wrote its entry")
+	}
+}
+
+// The agent's write touches status.dns alone, guarded by the
+// resourceVersion: a status field it does not know (written by a newer
+// control plane) stays as it is.
+func TestAgentPatchesItsEntryOnly(t *testing.T) {
+	rec := serviceRecord(dnsv1a1.ServiceDNSRecordSpec{DomainRef: "fed", AllowServiceWithoutEndpoints: true})
+	rec.Status.Domain = "example.com"
+	rec.Status.Conditions = []metav1.Condition{{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonTargetsFound, Message: "m", LastTransitionTime: metav1.Now()}}
+	var patches []string
+	c := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(rec, pullCluster("edge", "south")).
+		WithStatusSubresource(&dnsv1a1.ServiceDNSRecord{}, &fedv1b1.KubeFedCluster{}).
+		WithInterceptorFuncs(interceptor.Funcs{
+			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+				data, err := patch.Data(obj)
+				if err != nil {
+					return err
+				}
+				patches = append(patches, string(data))
+				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+			},
+			SubResourceUpdate: func(context.Context, client.Client, string, client.Object, ...client.SubResourceUpdateOption) error {
+				t.Error("the agent replaced the whole status")
+				return nil
+			},
+		}).Build()
+	members := newFakeMembers(t)
+	members.add("edge", servicesGVR, service("shop", "web", "203.0.113.7"))
+	agent := &ServiceDNSRecordReconciler{Client: c, Namespace: fedNS, Members: members, Readiness: fakeReadiness{"edge": true}, Agent: "edge"}
+	if _, err := agent.Reconcile(context.Background(), reconcile.Request{NamespacedName: webKey}); err != nil {
+		t.Fatal(err)
+	}
+	got := &dnsv1a1.ServiceDNSRecord{}
+	if err := c.Get(context.Background(), webKey, got); err != nil {
+		t.Fatal(err)
+	}
+	if entriesOf(got) != "edge/south//203.0.113.7" || got.Status.Domain != "example.com" || len(got.Status.Conditions) != 1 {
+		t.Errorf("status after the agent's write: %+v", got.Status)
+	}
+	if len(patches) != 1 || !strings.Contains(patches[0], `"resourceVersion"`) ||
+		strings.Contains(patches[0], "conditions") || strings.Contains(patches[0], "domain") {
+		t.Errorf("patches %v, want one of status.dns guarded by the resourceVersion", patches)
 	}
 }
 
@@ -107,7 +212,7 @@ func TestServiceRecordOfAPullMember(t *testing.T) {
 func TestIngressRecordOfAPullMember(t *testing.T) {
 	rec := &dnsv1a1.IngressDNSRecord{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"},
 		Spec: dnsv1a1.IngressDNSRecordSpec{Hosts: []string{"shop.example.com"}}}
-	c := newClient(t, rec, kubeFedCluster("c1", "east"), kubeFedCluster("edge", "south"))
+	c := newClient(t, rec, kubeFedCluster("c1", "east"), pullCluster("edge", "south"))
 	members := newFakeMembers(t)
 	members.add("c1", ingressesGVR, ingress("shop", "web", "198.51.100.1"))
 	ready := fakeReadiness{"c1": true, "edge": true}

@@ -94,9 +94,13 @@ func (r *ServiceDNSRecordReconciler) SetupWithManager(mgr manager.Manager) error
 		}
 		b = b.Watches(&dnsv1a1.Domain{}, handler.EnqueueRequestsFromMapFunc(r.recordsOfDomain), builder.WithPredicates(inNamespace))
 	}
+	clusterChanges := topologyChanged()
+	if r.Agent != "" {
+		clusterChanges = agentClusterChanged()
+	}
 	return b.
 		Watches(&fedv1b1.KubeFedCluster{}, handler.EnqueueRequestsFromMapFunc(r.allRecords),
-			builder.WithPredicates(inNamespace, topologyChanged())).
+			builder.WithPredicates(inNamespace, clusterChanges)).
 		WatchesRawSource(readinessSource(r.Readiness, func(ctx context.Context) []reconcile.Request { return r.allRecords(ctx, nil) })).
 		WatchesRawSource(memberSource(r.Members, servicesGVR, sameName)).
 		WatchesRawSource(memberSource(r.Members, endpointSlicesGVR, serviceOfSlice)).
@@ -259,12 +263,9 @@ func (r *ServiceDNSRecordReconciler) Reconcile(ctx context.Context, req reconcil
 // its zones and region, and what its copy of the Service contributes. A
 // cluster that is not ready is left to the control plane.
 func (r *ServiceDNSRecordReconciler) reconcileAgent(ctx context.Context, rec *dnsv1a1.ServiceDNSRecord) (reconcile.Result, error) {
-	if !r.Readiness.IsReady(r.Agent) {
-		return reconcile.Result{}, nil
-	}
-	kfc := &fedv1b1.KubeFedCluster{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Agent}, kfc); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+	kfc, speaks, err := agentSpeaks(ctx, r.Client, r.Namespace, r.Agent, r.Readiness)
+	if err != nil || !speaks {
+		return reconcile.Result{}, err
 	}
 	key := client.ObjectKeyFromObject(rec)
 	lb, _, err := r.memberLoadBalancer(r.Agent, key, rec.Spec.AllowServiceWithoutEndpoints)
@@ -279,13 +280,46 @@ func (r *ServiceDNSRecordReconciler) reconcileAgent(ctx context.Context, rec *dn
 	if !changed {
 		return reconcile.Result{}, nil
 	}
+	patch := client.MergeFromWithOptions(rec.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	rec.Status.DNS = next
-	// Guarded by the resourceVersion read: a conflict with the control
-	// plane's write is retried on the record as it then is.
-	if err := r.Client.Status().Update(ctx, rec); err != nil {
-		return reconcile.Result{}, fmt.Errorf("update cluster %s's entry of ServiceDNSRecord %s: %w", r.Agent, key, err)
+	if err := r.Client.Status().Patch(ctx, rec, patch); err != nil {
+		return reconcile.Result{}, fmt.Errorf("write cluster %s's entry of ServiceDNSRecord %s: %w", r.Agent, key, err)
 	}
 	return reconcile.Result{}, nil
+}
+
+// agentSpeaks says whether an agent writes its cluster's entries of the
+// records now: while its KubeFedCluster is in Pull mode and Ready, as the
+// control plane sees it (the Ready condition, the source of the control
+// plane's readiness), and its own probe says so too. Otherwise the control
+// plane writes the entry, or another mode owns it, and an agent writing
+// too would undo the control plane's write and be undone in turn. The
+// record's status write is a merge patch of status.dns alone, guarded by
+// the resourceVersion: a conflict with the control plane's write is retried
+// on the record as it then is, and fields of status this agent does not
+// know are left as they are.
+func agentSpeaks(ctx context.Context, c client.Client, namespace, cluster string, readiness Readiness) (*fedv1b1.KubeFedCluster, bool, error) {
+	kfc := &fedv1b1.KubeFedCluster{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: cluster}, kfc); err != nil {
+		return nil, false, client.IgnoreNotFound(err)
+	}
+	return kfc, kfc.PullMode() && kfc.IsReady() && readiness.IsReady(cluster), nil
+}
+
+// agentClusterChanged passes the changes of an agent's KubeFedCluster that
+// decide whether and what it writes: mode, readiness, zones and region.
+func agentClusterChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, ok1 := e.ObjectOld.(*fedv1b1.KubeFedCluster)
+			n, ok2 := e.ObjectNew.(*fedv1b1.KubeFedCluster)
+			if !ok1 || !ok2 {
+				return true
+			}
+			return o.Spec.Mode != n.Spec.Mode || o.IsReady() != n.IsReady() ||
+				!slices.Equal(o.Status.Zones, n.Status.Zones) || regionOf(o) != regionOf(n)
+		},
+	}
 }
 
 // withEntry returns entries, sorted by cluster, with the entry of cluster

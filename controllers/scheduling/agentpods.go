@@ -24,11 +24,14 @@ import (
 // whose pods are not listed yet.
 const AgentPendingAnnotation = "kubefed.io/agent-unschedulable"
 
-// Bounds of a PendingReport, which rides on every heartbeat: a member with
-// more unschedulable pods reports these many, and says it left some out.
+// Bounds of a PendingReport, which rides on every heartbeat (a Lease's
+// annotations hold 256 KiB at most, and the health and summary must fit
+// beside it): a member with more unschedulable pods reports the longest
+// pending that fit, and says it left some out.
 const (
 	maxPendingGroups = 500
 	maxPendingPods   = 5000
+	maxPendingBytes  = 64 << 10
 )
 
 // PendingReport is what a member's agent reports of its unschedulable
@@ -37,8 +40,9 @@ const (
 // pod's condition says, exactly what PendingPods reads of a push member.
 type PendingReport struct {
 	Groups []PendingGroup `json:"groups,omitempty"`
-	// Truncated says that pods beyond the report's bounds were left out;
-	// they do not limit their cluster's capacity.
+	// Truncated says that pods beyond the report's bounds were left out.
+	// The host then knows only the namespaces the report names: the others
+	// are unknown, and their capacity is not limited.
 	Truncated bool `json:"truncated,omitempty"`
 }
 
@@ -90,24 +94,36 @@ func pendingReport(objs []any) PendingReport {
 		slices.Sort(g.Since)
 		ordered = append(ordered, entry{k, g})
 	}
-	// The same pods give the same report, so that the Lease changes only
-	// when they do.
-	sort.Slice(ordered, func(i, j int) bool { return ordered[i].key < ordered[j].key })
+	// The longest pending first, as they limit capacity first; the same
+	// pods give the same report, so that the Lease changes only when they
+	// do.
+	sort.Slice(ordered, func(i, j int) bool {
+		a, b := ordered[i].group.Since[0], ordered[j].group.Since[0]
+		if a != b {
+			return a < b
+		}
+		return ordered[i].key < ordered[j].key
+	})
 	var out PendingReport
-	pods := 0
+	pods, size := 0, 0
 	for _, e := range ordered {
-		if len(out.Groups) == maxPendingGroups || pods == maxPendingPods {
+		g := *e.group
+		if room := maxPendingPods - pods; len(g.Since) > room {
+			g.Since, out.Truncated = g.Since[:room], true
+		}
+		raw, _ := json.Marshal(g)
+		if len(out.Groups) == maxPendingGroups || len(g.Since) == 0 || size+len(raw)+1 > maxPendingBytes {
 			out.Truncated = true
 			break
 		}
-		g := *e.group
-		if room := maxPendingPods - pods; len(g.Since) > room {
-			// The longest pending are the ones that limit capacity first.
-			g.Since, out.Truncated = g.Since[:room], true
-		}
-		pods += len(g.Since)
+		pods, size = pods+len(g.Since), size+len(raw)+1
 		out.Groups = append(out.Groups, g)
 	}
+	// Sorted by namespace and labels, for readers of the annotation.
+	sort.SliceStable(out.Groups, func(i, j int) bool {
+		a, b := out.Groups[i], out.Groups[j]
+		return a.Namespace+"\x00"+labels.Set(a.Labels).String() < b.Namespace+"\x00"+labels.Set(b.Labels).String()
+	})
 	return out
 }
 
@@ -129,14 +145,16 @@ type AgentPods struct {
 	mu          sync.Mutex
 	reports     map[string]map[string][]PendingGroup // cluster → namespace → groups
 	raw         map[string]string
+	truncated   map[string]bool
 	subscribers subscribers
 }
 
 // NewAgentPods returns an empty AgentPods.
 func NewAgentPods() *AgentPods {
 	return &AgentPods{
-		reports: map[string]map[string][]PendingGroup{},
-		raw:     map[string]string{},
+		reports:   map[string]map[string][]PendingGroup{},
+		raw:       map[string]string{},
+		truncated: map[string]bool{},
 	}
 }
 
@@ -150,7 +168,6 @@ func (a *AgentPods) Heartbeat(clusterName string, lease *coordinationv1.Lease) {
 		a.mu.Unlock()
 		return
 	}
-	old := a.reports[clusterName]
 	var next map[string][]PendingGroup
 	var report PendingReport
 	if raw != "" && json.Unmarshal([]byte(raw), &report) == nil {
@@ -159,12 +176,30 @@ func (a *AgentPods) Heartbeat(clusterName string, lease *coordinationv1.Lease) {
 			next[g.Namespace] = append(next[g.Namespace], g)
 		}
 	}
+	a.set(clusterName, next, raw, report.Truncated)
+}
+
+// Forget makes a cluster unknown: it is gone, or in push mode, and what its
+// agent reported no longer holds.
+func (a *AgentPods) Forget(clusterName string) {
+	a.mu.Lock()
+	if _, ok := a.reports[clusterName]; !ok {
+		a.mu.Unlock()
+		return
+	}
+	a.set(clusterName, nil, "", false)
+}
+
+// set replaces a cluster's report, nil for none, with a.mu held, which it
+// releases before it tells subscribers of the namespaces that changed.
+func (a *AgentPods) set(clusterName string, next map[string][]PendingGroup, raw string, truncated bool) {
+	old, wasTruncated := a.reports[clusterName], a.truncated[clusterName]
 	if next == nil {
 		delete(a.reports, clusterName)
 		delete(a.raw, clusterName)
+		delete(a.truncated, clusterName)
 	} else {
-		a.reports[clusterName] = next
-		a.raw[clusterName] = raw
+		a.reports[clusterName], a.raw[clusterName], a.truncated[clusterName] = next, raw, truncated
 	}
 	changed := map[string]bool{}
 	for ns, groups := range old {
@@ -178,6 +213,10 @@ func (a *AgentPods) Heartbeat(clusterName string, lease *coordinationv1.Lease) {
 		}
 	}
 	a.mu.Unlock()
+	if truncated != wasTruncated {
+		// Namespaces the report does not name turned known or unknown.
+		changed[""] = true
+	}
 	for ns := range changed {
 		a.subscribers.notify(clusterName, ns)
 	}
@@ -196,6 +235,10 @@ func (a *AgentPods) UnschedulableSince(clusterName, namespace string, selector l
 	defer a.mu.Unlock()
 	report, ok := a.reports[clusterName]
 	if !ok {
+		return nil, false
+	}
+	if _, named := report[namespace]; !named && a.truncated[clusterName] {
+		// Left out of a truncated report: not known to have none.
 		return nil, false
 	}
 	var out []time.Time

@@ -3,7 +3,9 @@ package scheduling
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -84,6 +86,27 @@ func TestPendingReportBounds(t *testing.T) {
 	}
 	if r := pendingReport(many[:3]); r.Truncated {
 		t.Error("a small report says it is truncated")
+	}
+	// Past the group bound, the longest pending groups are kept, wherever
+	// they sort.
+	many = nil
+	for i := range maxPendingGroups {
+		many = append(many, pendingPod("a", fmt.Sprint("p", i), map[string]string{"app": fmt.Sprint(i)}, t0, true))
+	}
+	many = append(many, pendingPod("z", "oldest", map[string]string{"app": "old"}, t0.Add(-time.Hour), true))
+	r = pendingReport(many)
+	if !r.Truncated || !slices.ContainsFunc(r.Groups, func(g PendingGroup) bool { return g.Namespace == "z" }) {
+		t.Error("the longest pending group was left out of a truncated report")
+	}
+	// Labels take room: the report stays within its bytes.
+	many = nil
+	long := strings.Repeat("v", 1000)
+	for i := range 200 {
+		many = append(many, pendingPod("ns", fmt.Sprint("p", i), map[string]string{"app": fmt.Sprint(i), "note": long}, t0, true))
+	}
+	r = pendingReport(many)
+	if encoded := EncodePendingReport(r); !r.Truncated || len(encoded) > maxPendingBytes || len(r.Groups) == 0 {
+		t.Errorf("%d bytes in %d groups, truncated %v", len(encoded), len(r.Groups), r.Truncated)
 	}
 }
 
@@ -177,6 +200,30 @@ func TestAgentPods(t *testing.T) {
 	a.Heartbeat("edge", lease(map[string]string{AgentPendingAnnotation: "{not json"}))
 	if _, ok := a.UnschedulableSince("edge", "ns", web); ok {
 		t.Error("an unreadable report is taken")
+	}
+	// A truncated report knows only the namespaces it names.
+	truncated := PendingReport{Truncated: true, Groups: []PendingGroup{{Namespace: "ns", Labels: webLabels, Since: []int64{t0.Unix()}}}}
+	a.Heartbeat("edge", lease(map[string]string{AgentPendingAnnotation: EncodePendingReport(truncated)}))
+	if since, ok := a.UnschedulableSince("edge", "ns", web); !ok || len(since) != 1 {
+		t.Errorf("a namespace the truncated report names: %v %v", since, ok)
+	}
+	if _, ok := a.UnschedulableSince("edge", "other", web); ok {
+		t.Error("a namespace left out of a truncated report is known")
+	}
+	if got := heard.take(); !slices.Contains(got, "edge/") {
+		t.Errorf("truncation changed what is known everywhere, heard %v", got)
+	}
+	// The member is gone or in push mode: forgotten.
+	a.Forget("edge")
+	if _, ok := a.UnschedulableSince("edge", "ns", web); ok {
+		t.Error("known after Forget")
+	}
+	if got := heard.take(); !slices.Contains(got, "edge/ns") {
+		t.Errorf("heard %v on Forget", got)
+	}
+	a.Forget("edge")
+	if got := heard.take(); len(got) != 0 {
+		t.Errorf("forgetting an unknown member notified %v", got)
 	}
 	unsubscribe()
 	a.Heartbeat("edge", report(pendingPod("ns", "web-1", webLabels, t0, true)))

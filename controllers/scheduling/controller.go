@@ -258,8 +258,11 @@ func (r *Reconciler) capacityEvents(ctx context.Context, q workqueue.TypedRateLi
 
 // preferencesIn lists the preferences of namespace, or of every namespace.
 func (r *Reconciler) preferencesIn(ctx context.Context, namespace string) []reconcile.Request {
-	if r.ObjectNamespace != "" && namespace != r.ObjectNamespace {
-		return nil
+	if r.ObjectNamespace != "" {
+		if namespace != "" && namespace != r.ObjectNamespace {
+			return nil
+		}
+		namespace = r.ObjectNamespace
 	}
 	list := &schedulingv1alpha1.ReplicaSchedulingPreferenceList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(namespace)); err != nil {

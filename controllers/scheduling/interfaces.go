@@ -25,7 +25,7 @@ type CapacityEstimator interface {
 	// cluster is then not limited.
 	UnschedulableSince(cluster, namespace string, selector labels.Selector) (since []time.Time, ok bool)
 	// Subscribe calls notify whenever a pod of namespace in cluster becomes,
-	// stays or stops being unschedulable. notify must return quickly and
+	// stays or stops being unschedulable; namespace "" means any namespace. notify must return quickly and
 	// may be called concurrently. The returned function ends the
 	// subscription.
 	Subscribe(notify func(cluster, namespace string)) (unsubscribe func())

@@ -494,7 +494,13 @@ func setupAgentDNS(ctx context.Context, cfg *rest.Config, mgr manager.Manager, o
 		if !s.FeatureGates[r.gate] {
 			continue
 		}
-		denied, err := deniedOnHost(ctx, kube, dnsv1alpha1.GroupVersion.Group, r.resource)
+		// With Namespaced scope the records are read in the KubeFed
+		// namespace alone, and granted there.
+		namespace := ""
+		if s.Scope == corev1beta1.NamespaceScoped {
+			namespace = o.KubeFedNamespace
+		}
+		denied, err := deniedOnHost(ctx, kube, namespace, dnsv1alpha1.GroupVersion.Group, r.resource)
 		if err != nil {
 			return fmt.Errorf("check the agent's access to %s: %w", r.resource, err)
 		}
@@ -510,13 +516,14 @@ func setupAgentDNS(ctx context.Context, cfg *rest.Config, mgr manager.Manager, o
 	return nil
 }
 
-// deniedOnHost says what of reading resource and writing its status the
-// host denies this agent, or "" when it may do all of it.
-func deniedOnHost(ctx context.Context, kube kubernetes.Interface, group, resource string) (string, error) {
+// deniedOnHost says what of reading resource in namespace (every
+// namespace when empty) and writing its status the host denies this agent,
+// or "" when it may do all of it.
+func deniedOnHost(ctx context.Context, kube kubernetes.Interface, namespace, group, resource string) (string, error) {
 	for _, a := range []authorizationv1.ResourceAttributes{
-		{Group: group, Resource: resource, Verb: "list"},
-		{Group: group, Resource: resource, Verb: "watch"},
-		{Group: group, Resource: resource, Subresource: "status", Verb: "update"},
+		{Namespace: namespace, Group: group, Resource: resource, Verb: "list"},
+		{Namespace: namespace, Group: group, Resource: resource, Verb: "watch"},
+		{Namespace: namespace, Group: group, Resource: resource, Subresource: "status", Verb: "patch"},
 	} {
 		review, err := kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx,
 			&authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &a}}, metav1.CreateOptions{})
@@ -637,8 +644,22 @@ func (h *heartbeat) summarize(ctx context.Context) {
 	if err != nil {
 		return
 	}
+	if len(raw) > maxSummaryBytes {
+		// A Lease's annotations hold 256 KiB in all; a member serving
+		// very many APIs sends the rest without them.
+		log.Info("The member's API list is too large for the heartbeat; status.apiEnablements keeps its last value", "bytes", len(raw))
+		s.APIEnablements = nil
+		if raw, err = json.Marshal(s); err != nil {
+			return
+		}
+	}
 	h.summary, h.summarized = string(raw), time.Now()
 }
+
+// maxSummaryBytes bounds the heartbeat's summary annotation, so that it,
+// the unschedulable pods (scheduling's 64 KiB) and the health fit in a
+// Lease's 256 KiB of annotations.
+const maxSummaryBytes = 160 << 10
 
 // pendingReport is this member's unschedulable pods, once they are known.
 func (h *heartbeat) pendingReport() (string, bool) {

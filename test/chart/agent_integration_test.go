@@ -129,6 +129,8 @@ func agentChartInstall(t *testing.T, in install) {
 		checkAccess(ctx, t, fw.Host, "system:serviceaccount:"+ns+":kubefed-agent-"+member.Name, ns, []access{
 			{verb: "watch", group: "types.kubefed.io", resource: "federatedconfigmaps", namespace: ns},
 			{verb: "update", group: "types.kubefed.io", resource: "federatedconfigmaps", subresource: "status", namespace: ns},
+			{verb: "watch", group: "multiclusterdns.kubefed.io", resource: "servicednsrecords", namespace: ns},
+			{verb: "patch", group: "multiclusterdns.kubefed.io", resource: "ingressdnsrecords", subresource: "status", namespace: ns},
 		}, []access{
 			{verb: "list", group: "types.kubefed.io", resource: "federatedconfigmaps"},
 			{verb: "get", group: "types.kubefed.io", resource: "federatedconfigmaps", namespace: "demo"},
@@ -201,6 +203,10 @@ func agentChartInstall(t *testing.T, in install) {
 	}
 	if log := readFile(logPath); strings.Contains(log, "forbidden") {
 		t.Errorf("the agent was refused requests:\n%s", grepLines(log, "forbidden"))
+	}
+	// Its part of the DNS records runs: join granted what it checks for.
+	if log := readFile(logPath); strings.Contains(log, "DNS record entries are off") {
+		t.Errorf("the agent turned its DNS record entries off:\n%s", grepLines(log, "DNS record entries"))
 	}
 	cp.checkNothingForbidden(t)
 }
