@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	gosync "sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -124,6 +125,13 @@ type Engine struct {
 	// clusterEvents are members whose change is yet to be handed to the
 	// types, off the goroutines of the health probes and informers.
 	clusterEvents workqueue.TypedInterface[string]
+
+	// clusters caches clusterSet between KubeFedCluster events, which
+	// bump clustersGen; clustersWatched says those events are heard, and
+	// without them every call lists the clusters.
+	clusters        atomic.Pointer[cachedClusterSet]
+	clustersGen     atomic.Uint64
+	clustersWatched atomic.Bool
 
 	watchOnce         gosync.Once
 	removeReadiness   func()
@@ -265,6 +273,15 @@ func (e *Engine) watchClusters() {
 		e.opts.Log.Error(err, "watch KubeFedClusters; label changes and joins re-enqueue nothing until objects change")
 		return
 	}
+	// Any change of a KubeFedCluster may change the cluster set: the
+	// cached one is computed again on next use. The informer's store holds
+	// the change before this handler hears of it.
+	bump := func(any) { e.clustersGen.Add(1) }
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: bump, UpdateFunc: func(_, obj any) { bump(obj) }, DeleteFunc: bump,
+	}); err == nil {
+		e.clustersWatched.Store(true)
+	}
 	name := func(obj any) string {
 		if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 			obj = t.Obj
@@ -314,14 +331,43 @@ func (e *Engine) clusterChanged(name string) {
 	}
 }
 
+// cachedClusterSet is a cluster set and the clustersGen it was listed at.
+type cachedClusterSet struct {
+	gen uint64
+	set placement.ClusterSet
+}
+
 // clusterSet is every joined member as placement sees it. A member is ready
 // when its KubeFedCluster's Ready condition is True, the same source the
 // readiness tracker reads, so that a restarted controller-manager sees the
 // members ready at once rather than after the first probes.
+//
+// Every plan and status write asks for it, so it is listed once per change
+// of the KubeFedClusters rather than on every call: a list deep-copies
+// every KubeFedCluster, status and API list included, which made the
+// re-plans of a member turning ready or not ready CPU- and lock-bound
+// (docs/performance.md, "Readiness flip").
 func (e *Engine) clusterSet() placement.ClusterSet {
+	gen := e.clustersGen.Load()
+	if c := e.clusters.Load(); c != nil && c.gen == gen && e.clustersWatched.Load() {
+		return c.set
+	}
+	set, ok := e.listClusterSet()
+	// A change heard meanwhile makes this set stale; its generation says so.
+	if ok && e.clustersWatched.Load() {
+		e.clusters.Store(&cachedClusterSet{gen: gen, set: set})
+	}
+	return set
+}
+
+// listClusterSet lists the cluster set from the cache; ok is false when
+// the list failed, and the set is then empty.
+func (e *Engine) listClusterSet() (placement.ClusterSet, bool) {
 	list := &corev1beta1.KubeFedClusterList{}
-	if err := e.opts.Client.List(e.ctx, list, client.InNamespace(e.opts.Namespace)); err != nil {
-		return placement.NewClusterSet(nil)
+	// Only names, labels, readiness and deletion are read, and the label
+	// maps kept are never changed: no copy of the cached objects is needed.
+	if err := e.opts.Client.List(e.ctx, list, client.InNamespace(e.opts.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return placement.NewClusterSet(nil), false
 	}
 	clusters := make([]placement.Cluster, 0, len(list.Items))
 	for i := range list.Items {
@@ -331,7 +377,7 @@ func (e *Engine) clusterSet() placement.ClusterSet {
 		}
 		clusters = append(clusters, placement.Cluster{Name: c.Name, Labels: c.Labels, Ready: c.IsReady()})
 	}
-	return placement.NewClusterSet(clusters)
+	return placement.NewClusterSet(clusters), true
 }
 
 // isHostCluster reports whether a member is the host cluster itself, known

@@ -20,7 +20,8 @@ type MemberCaches struct {
 	registry  *clusterclient.Registry
 	readiness *cluster.ReadinessTracker
 
-	mu gosync.Mutex
+	// mu is read on every member write (Ensure, caches): readers share it.
+	mu gosync.RWMutex
 	// added is the clients' generation each member was added with.
 	added map[string]uint64
 	// owned, when not nil, are the only members cached: a replica that
@@ -79,8 +80,8 @@ func (m *MemberCaches) Disown(name string) {
 
 // caches reports whether the member's objects are cached here.
 func (m *MemberCaches) caches(name string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.mu.RLock()
+	defer m.mu.RUnlock()
 	return m.owned == nil || m.owned[name]
 }
 
@@ -105,6 +106,12 @@ func (m *MemberCaches) Ensure(name string) bool {
 	clients, ok := m.registry.Get(name)
 	if !ok {
 		return false
+	}
+	m.mu.RLock()
+	gen, added := m.added[name]
+	m.mu.RUnlock()
+	if added && gen == clients.Generation() {
+		return true
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

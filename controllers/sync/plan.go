@@ -147,8 +147,8 @@ func (w *typeWorker) setState(key string, next *objectState) []string {
 
 // hasState reports whether a federated object was planned.
 func (w *typeWorker) hasState(key string) bool {
-	w.stateMu.Lock()
-	defer w.stateMu.Unlock()
+	w.stateMu.RLock()
+	defer w.stateMu.RUnlock()
 	return w.states[key] != nil
 }
 
@@ -162,8 +162,8 @@ func (w *typeWorker) dropState(key string) {
 // planFor returns the plan a member must carry out for a federated object,
 // or nil when it has none.
 func (w *typeWorker) planFor(key, cluster string) *clusterPlan {
-	w.stateMu.Lock()
-	defer w.stateMu.Unlock()
+	w.stateMu.RLock()
+	defer w.stateMu.RUnlock()
 	if st := w.states[key]; st != nil {
 		if e := st.clusters[cluster]; e != nil {
 			return e.plan

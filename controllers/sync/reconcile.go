@@ -887,16 +887,16 @@ func (w *typeWorker) remember(cluster string, fed *unstructured.Unstructured, ha
 // wrote reports whether this engine last wrote a copy of fed with hash to
 // the cluster.
 func (w *typeWorker) wrote(cluster string, fed *unstructured.Unstructured, hash string) bool {
-	w.writtenMu.Lock()
-	defer w.writtenMu.Unlock()
+	w.writtenMu.RLock()
+	defer w.writtenMu.RUnlock()
 	r, ok := w.written[writeKey{cluster, objectKey(fed)}]
 	return ok && r.hash == hash
 }
 
 // wroteAny reports whether this engine wrote a copy of fed to the cluster.
 func (w *typeWorker) wroteAny(cluster string, fed *unstructured.Unstructured) bool {
-	w.writtenMu.Lock()
-	defer w.writtenMu.Unlock()
+	w.writtenMu.RLock()
+	defer w.writtenMu.RUnlock()
 	_, ok := w.written[writeKey{cluster, objectKey(fed)}]
 	return ok
 }
@@ -918,8 +918,8 @@ func (w *typeWorker) liveCopy(ctx context.Context, cluster, namespace, name stri
 }
 
 func (w *typeWorker) recorded(cluster string, fed *unstructured.Unstructured, hash, rv string) bool {
-	w.writtenMu.Lock()
-	defer w.writtenMu.Unlock()
+	w.writtenMu.RLock()
+	defer w.writtenMu.RUnlock()
 	r, ok := w.written[writeKey{cluster, objectKey(fed)}]
 	return ok && r.hash == hash && r.resourceVersion == rv
 }

@@ -96,7 +96,7 @@ type typeWorker struct {
 	statusQueue *workQueue[string]
 
 	// states are the plans and outcomes of every object, per member.
-	stateMu gosync.Mutex
+	stateMu gosync.RWMutex
 	states  map[string]*objectState
 
 	statusMu      gosync.Mutex
@@ -115,7 +115,7 @@ type typeWorker struct {
 	// the resourceVersion the write produced: a copy still at that version
 	// is up to date even where the apiserver normalized a field in a way
 	// the comparison does not know.
-	writtenMu gosync.Mutex
+	writtenMu gosync.RWMutex
 	written   map[writeKey]writeRecord
 
 	// unsynced is when each member's cache of the target type was first

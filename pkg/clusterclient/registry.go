@@ -27,7 +27,7 @@ import (
 type Registry struct {
 	opts ConfigOptions
 
-	mu      sync.Mutex
+	mu      sync.RWMutex
 	entries map[string]*Clients
 	// generation numbers every build, so that holders of Clients can tell a
 	// rebuild from the set they hold.
@@ -110,16 +110,16 @@ func (r *Registry) SetLocal(name string, cfg *rest.Config) (*Clients, error) {
 
 // Get returns the clients last built for the named cluster, if any.
 func (r *Registry) Get(name string) (*Clients, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	c, ok := r.entries[name]
 	return c, ok
 }
 
 // Names returns the names of the clusters that have clients, sorted.
 func (r *Registry) Names() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	names := make([]string, 0, len(r.entries))
 	for n := range r.entries {
 		names = append(names, n)

@@ -92,7 +92,7 @@ type Manager struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu       sync.Mutex
+	mu       sync.RWMutex
 	stopped  bool
 	clusters map[string]*member
 	// subs holds every subscription's handler by resource and ID; it
@@ -276,8 +276,8 @@ func (m *Manager) unsubscribe(gvr schema.GroupVersionResource, id uint64) {
 // Lister of a stopped informer keeps returning its last state, so get a
 // fresh one per use rather than keeping it.
 func (m *Manager) Lister(cluster string, gvr schema.GroupVersionResource) (lister dynamiclister.Lister, synced bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.mu.RLock()
+	defer m.mu.RUnlock()
 	ri := m.informerLocked(cluster, gvr)
 	if ri == nil {
 		return nil, false
@@ -289,8 +289,8 @@ func (m *Manager) Lister(cluster string, gvr schema.GroupVersionResource) (liste
 // initial list. It stays true while the member is unreachable afterwards,
 // when the cache holds the last known state; cluster readiness tells that.
 func (m *Manager) HasSynced(cluster string, gvr schema.GroupVersionResource) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.mu.RLock()
+	defer m.mu.RUnlock()
 	ri := m.informerLocked(cluster, gvr)
 	return ri != nil && ri.informer.HasSynced()
 }
@@ -301,9 +301,9 @@ func (m *Manager) HasSynced(cluster string, gvr schema.GroupVersionResource) boo
 // as deciding on adoption after a create failed with AlreadyExists. An
 // unknown cluster yields ErrUnknownCluster.
 func (m *Manager) Get(ctx context.Context, cluster string, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error) {
-	m.mu.Lock()
+	m.mu.RLock()
 	c, ok := m.clusters[cluster]
-	m.mu.Unlock()
+	m.mu.RUnlock()
 	if !ok {
 		return nil, fmt.Errorf("getting %s %s/%s from cluster %q: %w", resourceLabel(gvr), namespace, name, cluster, ErrUnknownCluster)
 	}
