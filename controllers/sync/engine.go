@@ -273,15 +273,7 @@ func (e *Engine) watchClusters() {
 		e.opts.Log.Error(err, "watch KubeFedClusters; label changes and joins re-enqueue nothing until objects change")
 		return
 	}
-	// Any change of a KubeFedCluster may change the cluster set: the
-	// cached one is computed again on next use. The informer's store holds
-	// the change before this handler hears of it.
-	bump := func(any) { e.clustersGen.Add(1) }
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: bump, UpdateFunc: func(_, obj any) { bump(obj) }, DeleteFunc: bump,
-	}); err == nil {
-		e.clustersWatched.Store(true)
-	}
+
 	name := func(obj any) string {
 		if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 			obj = t.Obj
@@ -291,13 +283,22 @@ func (e *Engine) watchClusters() {
 		}
 		return ""
 	}
-	_, _ = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	// Any change of a KubeFedCluster may change the cluster set: the cached
+	// one is computed again on next use (clusterSet). The informer's store
+	// holds the change before its handlers hear of it, and the generation
+	// is bumped here, in the handler that fans the change out, before the
+	// fan-out: handlers of one informer run apart, so a bump in a handler of
+	// its own could come after the re-plans it is meant for.
+	bump := func() { e.clustersGen.Add(1) }
+	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
+			bump()
 			if n := name(obj); n != "" {
 				e.clusterEvents.Add(n)
 			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {
+			bump()
 			o, ok1 := oldObj.(*corev1beta1.KubeFedCluster)
 			n, ok2 := newObj.(*corev1beta1.KubeFedCluster)
 			if !ok1 || !ok2 || n.Namespace != e.opts.Namespace {
@@ -313,6 +314,7 @@ func (e *Engine) watchClusters() {
 			e.clusterEvents.Add(n.Name)
 		},
 		DeleteFunc: func(obj any) {
+			bump()
 			if n := name(obj); n != "" {
 				e.opts.Members.Remove(n)
 				e.removeDispatcher(n)
@@ -320,6 +322,9 @@ func (e *Engine) watchClusters() {
 			}
 		},
 	})
+	if err == nil {
+		e.clustersWatched.Store(true)
+	}
 }
 
 // clusterChanged enqueues, in every type, the objects placed on the
