@@ -117,9 +117,15 @@ func topologyChanged() predicate.Predicate {
 			if !ok1 || !ok2 {
 				return true
 			}
-			return !slices.Equal(o.Status.Zones, n.Status.Zones) || regionOf(o) != regionOf(n)
+			return topologyDiffers(o, n)
 		},
 	}
+}
+
+// topologyDiffers says whether two versions of a KubeFedCluster differ in
+// the zones or region that records name.
+func topologyDiffers(o, n *fedv1b1.KubeFedCluster) bool {
+	return !slices.Equal(o.Status.Zones, n.Status.Zones) || regionOf(o) != regionOf(n)
 }
 
 func regionOf(c *fedv1b1.KubeFedCluster) string {
@@ -316,8 +322,7 @@ func agentClusterChanged() predicate.Predicate {
 			if !ok1 || !ok2 {
 				return true
 			}
-			return o.Spec.Mode != n.Spec.Mode || o.IsReady() != n.IsReady() ||
-				!slices.Equal(o.Status.Zones, n.Status.Zones) || regionOf(o) != regionOf(n)
+			return o.Spec.Mode != n.Spec.Mode || o.IsReady() != n.IsReady() || topologyDiffers(o, n)
 		},
 	}
 }
