@@ -45,10 +45,6 @@ const (
 	// reasonPending is no reason to report: placement cannot be known yet.
 	reasonPending                = "pending"
 	deletionLeftBehindMessageFmt = "gave up waiting %s for not-ready cluster(s) %s; their copies are left in place and lose the managed label when the cluster returns"
-	createMessageFmt             = "Creating %s %q in cluster %q"
-	updateMessageFmt             = "Updating %s %q in cluster %q"
-	deleteMessageFmt             = "Deleting %s %q in cluster %q"
-	removeLabelMessageFmt        = "Removing managed label from %s %q in cluster %q"
 	failedMessageFmt             = "Failed to %s %s %q in cluster %q: %v"
 	adoptedNote                  = " (adopting the existing object)"
 )
@@ -469,7 +465,7 @@ func (w *typeWorker) create(ctx context.Context, fed *unstructured.Unstructured,
 	if err == nil {
 		w.observeWrite(fed)
 		w.remember(cluster, fed, hash, created.GetResourceVersion())
-		w.recorder.Eventf(fed, corev1.EventTypeNormal, EventCreateInCluster, createMessageFmt, w.target.kind, name, cluster)
+		w.events.record(fed, EventCreateInCluster, "Creating", w.target.kind, name, cluster, "")
 		out.remote, out.counts = w.remoteStatus(created), w.countsOf(created)
 		out.checked = fingerprint(created)
 		return out
@@ -560,7 +556,7 @@ func (w *typeWorker) update(ctx context.Context, fed *unstructured.Unstructured,
 	if adopting {
 		note = adoptedNote
 	}
-	w.recorder.Eventf(fed, corev1.EventTypeNormal, EventUpdateInCluster, updateMessageFmt+note, w.target.kind, name, cluster)
+	w.events.record(fed, EventUpdateInCluster, "Updating", w.target.kind, name, cluster, note)
 	out.remote, out.counts = w.remoteStatus(updated), w.countsOf(updated)
 	out.checked = fingerprint(updated)
 	return out
@@ -622,7 +618,7 @@ func (w *typeWorker) deleteCopy(ctx context.Context, fed *unstructured.Unstructu
 		return out
 	}
 	w.forget(cluster, fed)
-	w.recorder.Eventf(fed, corev1.EventTypeNormal, EventDeleteInCluster, deleteMessageFmt, w.target.kind, current.GetName(), cluster)
+	w.events.record(fed, EventDeleteInCluster, "Deleting", w.target.kind, current.GetName(), cluster, "")
 	return out
 }
 
@@ -654,7 +650,7 @@ func (w *typeWorker) removeLabel(ctx context.Context, fed *unstructured.Unstruct
 	}
 	w.forgetKey(cluster, w.memberKey(obj))
 	if fed != nil {
-		w.recorder.Eventf(fed, corev1.EventTypeNormal, EventRemoveManagedLabelFromInCluster, removeLabelMessageFmt, w.target.kind, obj.GetName(), cluster)
+		w.events.record(fed, EventRemoveManagedLabelFromInCluster, "Removing managed label from", w.target.kind, obj.GetName(), cluster, "")
 	}
 	return out
 }

@@ -81,7 +81,9 @@ type typeWorker struct {
 	target   targetType
 	gvr      schema.GroupVersionResource
 	recorder record.EventRecorder
-	log      logr.Logger
+	// events records the per-member Normal events, one per burst.
+	events *memberEvents
+	log    logr.Logger
 
 	collectStatus bool
 	// aggregation sums counts of the copies into the status; nil when the
@@ -179,6 +181,7 @@ func newTypeWorker(e *Engine, ftc *corev1beta1.FederatedTypeConfig) (*typeWorker
 	if w.e.opts.Scope == corev1beta1.NamespaceScoped {
 		namespace = w.e.opts.Namespace
 	}
+	w.events = newMemberEvents(w.recorder, eventWindow)
 	w.informer = dynamicinformer.NewFilteredDynamicInformer(w.e.host, w.fedGVR, namespace, 0,
 		toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}, nil).Informer()
 	_ = w.informer.SetTransform(func(obj any) (any, error) {
@@ -328,6 +331,7 @@ func (w *typeWorker) stop() {
 	w.queue.ShutDown()
 	w.statusQueue.ShutDown()
 	w.done.Wait()
+	w.events.stop()
 	if w.unsubscribe != nil {
 		w.unsubscribe()
 	}
