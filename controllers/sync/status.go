@@ -201,10 +201,16 @@ func sameJSON(a, b any) bool {
 // statusRecord is the status this engine last wrote to an object: the
 // host cache may not show it yet, and comparing with the cache alone would
 // write it again.
+//
+// A record with refused set is instead a write a replica serving a share of
+// the members lost to another writer (a 409): the object had changed since
+// the version in before, which the cache still shows. Until the cache moves
+// past it, writing again would only be refused again.
 type statusRecord struct {
 	status map[string]any
 	// before and after are the object's resourceVersions around the write.
 	before, after string
+	refused       bool
 }
 
 // syncStatus writes the status a federated object's members add up to,
@@ -489,7 +495,7 @@ func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructu
 	rec, ok := w.statusWritten[key]
 	w.statusMu.Unlock()
 	if ok && cacheBehind(fed.GetResourceVersion(), rec) {
-		if keep != nil {
+		if keep != nil || rec.refused {
 			// The others' entries must come from the object our write made.
 			return cacheBehindRequeue, nil
 		}
@@ -525,6 +531,9 @@ func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructu
 	if err != nil {
 		if apierrors.IsConflict(err) && keep != nil {
 			statusConflicts.Inc()
+			w.statusMu.Lock()
+			w.statusWritten[key] = statusRecord{before: fed.GetResourceVersion(), refused: true}
+			w.statusMu.Unlock()
 			return cacheBehindRequeue, nil
 		}
 		if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) || apierrors.IsConflict(err) {
