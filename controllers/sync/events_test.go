@@ -62,7 +62,7 @@ func TestMemberEventsOnePerBurst(t *testing.T) {
 		got[<-r.Events] = true
 	}
 	want := map[string]bool{
-		`Normal UpdateInCluster Updating Deployment "web" in cluster "member1"`:                                  true,
+		`Normal UpdateInCluster Updating Deployment "web" in cluster "member1"`:                                true,
 		`Normal UpdateInCluster Updating Deployment "web" in cluster "member2" (adopting the existing object)`: true,
 	}
 	if len(got) != 3 {
