@@ -196,3 +196,31 @@ apiserver_request_total{code="409",component="apiserver",dry_run="",group="apps"
 		t.Errorf("parseCreates = %+v, want 12 attempted and 2 refused", got)
 	}
 }
+
+// The slowest tenth of a wave's copies is split where the engine's
+// finalizer appeared, and the timeline has the p99 of each second sent.
+func TestStagesOf(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	w := newWave(nil)
+	for i := range 10 {
+		name := string(rune('a' + i))
+		sent := t0.Add(time.Duration(i) * 200 * time.Millisecond)
+		w.sentAt(obsKey{resource: "deployments", name: name}, sent)
+		// Object j waits j×100 ms for the finalizer and 50 ms after it.
+		planned := sent.Add(time.Duration(i) * 100 * time.Millisecond)
+		w.plannedAt(obsKey{resource: "deployments", name: name}, planned)
+		w.got[obsKey{cluster: "member1", resource: "deployments", name: name}] = planned.Add(50 * time.Millisecond)
+	}
+	sentFor := func(k obsKey) (time.Time, bool) {
+		t, ok := w.sent[obsKey{resource: k.resource, name: k.name}]
+		return t, ok
+	}
+	st, timeline := stagesOf(w, t0, sentFor)
+	if st == nil || st.Copies != 1 || st.ToPlanned.Max != 900 || st.ToMember.Max != 50 {
+		t.Fatalf("slowest tenth: %+v %+v %+v", st, st.ToPlanned, st.ToMember)
+	}
+	// Sent in seconds 0 (a–e, latencies 50–450 ms) and 1 (f–j, 550–950 ms).
+	if len(timeline) != 2 || timeline[0] != 450 || timeline[1] != 950 {
+		t.Fatalf("timeline %v", timeline)
+	}
+}

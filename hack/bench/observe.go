@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -12,6 +13,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
 )
 
 // hostName is the cluster of observations of federated objects.
@@ -24,6 +27,10 @@ const goneMarker = "\x00gone"
 // which hold nothing else of it.
 const stateAnnotation = "bench.kubefed.io/state"
 
+// plannedAnnotation marks, in the bench's host cache, a federated object
+// that carries the engine's finalizer: the engine has taken it up.
+const plannedAnnotation = "bench.kubefed.io/planned"
+
 // obsKey names one object in one cluster. The cluster is empty in the send
 // time of a federated object, which counts for every member.
 type obsKey struct {
@@ -35,17 +42,20 @@ type obsKey struct {
 // wave is the set of states a scenario waits for, with the time each was
 // first seen by a watch.
 type wave struct {
-	mu        sync.Mutex
-	want      map[obsKey]string
-	got       map[obsKey]time.Time
-	sent      map[obsKey]time.Time
+	mu   sync.Mutex
+	want map[obsKey]string
+	got  map[obsKey]time.Time
+	sent map[obsKey]time.Time
+	// planned is when the host watch first showed a federated object with
+	// the engine's finalizer (keys without a cluster).
+	planned   map[obsKey]time.Time
 	remaining int
 	done      chan struct{}
 }
 
 func newWave(want map[obsKey]string) *wave {
 	w := &wave{want: want, got: make(map[obsKey]time.Time, len(want)),
-		sent: map[obsKey]time.Time{}, remaining: len(want), done: make(chan struct{})}
+		sent: map[obsKey]time.Time{}, planned: map[obsKey]time.Time{}, remaining: len(want), done: make(chan struct{})}
 	if w.remaining == 0 {
 		close(w.done)
 	}
@@ -72,6 +82,16 @@ func (w *wave) observe(k obsKey, state string, at time.Time) {
 func (w *wave) sentAt(k obsKey, at time.Time) {
 	w.mu.Lock()
 	w.sent[k] = at
+	w.mu.Unlock()
+}
+
+// plannedAt records when the engine's finalizer was first seen on a
+// federated object.
+func (w *wave) plannedAt(k obsKey, at time.Time) {
+	w.mu.Lock()
+	if _, ok := w.planned[k]; !ok {
+		w.planned[k] = at
+	}
 	w.mu.Unlock()
 }
 
@@ -153,6 +173,17 @@ func (o *observer) record(k obsKey, state, resourceVersion string) {
 	}
 }
 
+// planned reports a federated object seen with the engine's finalizer.
+func (o *observer) planned(k obsKey) {
+	at := time.Now()
+	o.mu.Lock()
+	w := o.cur
+	o.mu.Unlock()
+	if w != nil {
+		w.plannedAt(obsKey{resource: k.resource, name: k.name}, at)
+	}
+}
+
 func (o *observer) close() { close(o.stop) }
 
 // watch starts an informer on one resource of one cluster and waits until
@@ -171,7 +202,11 @@ func (o *observer) watch(ctx context.Context, clusterName string, dyn dynamic.In
 		slim.SetName(u.GetName())
 		slim.SetNamespace(u.GetNamespace())
 		slim.SetResourceVersion(u.GetResourceVersion())
-		slim.SetAnnotations(map[string]string{stateAnnotation: stateOf(resource, u)})
+		ann := map[string]string{stateAnnotation: stateOf(resource, u)}
+		if clusterName == hostName && slices.Contains(u.GetFinalizers(), corev1beta1.SyncControllerFinalizer) {
+			ann[plannedAnnotation] = "true"
+		}
+		slim.SetAnnotations(ann)
 		return slim, nil
 	})
 	key := func(obj any) (obsKey, *unstructured.Unstructured, bool) {
@@ -184,17 +219,17 @@ func (o *observer) watch(ctx context.Context, clusterName string, dyn dynamic.In
 		}
 		return obsKey{cluster: clusterName, resource: resource, name: u.GetName()}, u, true
 	}
+	seen := func(obj any) {
+		if k, u, ok := key(obj); ok {
+			if u.GetAnnotations()[plannedAnnotation] != "" {
+				o.planned(k)
+			}
+			o.record(k, u.GetAnnotations()[stateAnnotation], u.GetResourceVersion())
+		}
+	}
 	_, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if k, u, ok := key(obj); ok {
-				o.record(k, u.GetAnnotations()[stateAnnotation], u.GetResourceVersion())
-			}
-		},
-		UpdateFunc: func(_, obj any) {
-			if k, u, ok := key(obj); ok {
-				o.record(k, u.GetAnnotations()[stateAnnotation], u.GetResourceVersion())
-			}
-		},
+		AddFunc:    seen,
+		UpdateFunc: func(_, obj any) { seen(obj) },
 		DeleteFunc: func(obj any) {
 			if k, _, ok := key(obj); ok {
 				o.record(k, goneMarker, "")

@@ -36,6 +36,14 @@ func summarize(ds []time.Duration) *latency {
 	return &latency{Count: len(ds), P50: q(0.50), P90: q(0.90), P99: q(0.99), Max: float64(ds[len(ds)-1].Microseconds()) / 1000}
 }
 
+// stageSplit is the latency of some copies before and after the engine
+// took their federated object up.
+type stageSplit struct {
+	Copies    int      `json:"copies"`
+	ToPlanned *latency `json:"sendToFinalizer"`
+	ToMember  *latency `json:"finalizerToMember"`
+}
+
 // result is one scenario's measurements.
 type result struct {
 	Scenario string `json:"scenario"`
@@ -57,8 +65,13 @@ type result struct {
 	ByCluster   map[string]*clusterResult `json:"byCluster,omitempty"`
 	AllClusters *latency                  `json:"latencyAllClusters,omitempty"`
 	Released    *latency                  `json:"latencyFinalizerReleased,omitempty"`
-	Incomplete  int                       `json:"incomplete"`
-	Errors      int                       `json:"errors"`
+	// SlowestStages splits the slowest tenth of copies' latency where the
+	// engine's finalizer appeared on the host; P99BySecond is the p99 of
+	// copies by the second of the wave their object was sent in.
+	SlowestStages *stageSplit `json:"slowestStages,omitempty"`
+	P99BySecond   []float64   `json:"p99BySecondSent,omitempty"`
+	Incomplete    int         `json:"incomplete"`
+	Errors        int         `json:"errors"`
 	// MemberWrites are the writes of copies (deployments, configmaps,
 	// namespaces; not status) each member's apiserver served.
 	MemberWrites map[string]int `json:"memberWrites"`

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -224,6 +226,17 @@ func (r *runner) measured(ctx context.Context, res *result, body func() error) e
 	logf("  %s: %d obj×cl in %.1fs (%.0f/s), p99 %s ms, host writes %d, CPU %.1fs, peak RSS %.0f MiB",
 		res.Scenario, res.Objects*res.Clusters, res.Seconds, res.Throughput,
 		ms(res.PerCluster, func(l *latency) float64 { return l.P99 }), res.HostWrites, res.Cost.CPUSeconds, res.Cost.PeakRSSMiB)
+	if st := res.SlowestStages; st != nil {
+		logf("    slowest tenth (%d copies): send to the engine's finalizer p50 %.0f ms (max %.0f), finalizer to member p50 %.0f ms (max %.0f)",
+			st.Copies, st.ToPlanned.P50, st.ToPlanned.Max, st.ToMember.P50, st.ToMember.Max)
+	}
+	if len(res.P99BySecond) > 0 {
+		parts := make([]string, len(res.P99BySecond))
+		for i, v := range res.P99BySecond {
+			parts[i] = fmt.Sprintf("%d:%.0f", i, v)
+		}
+		logf("    p99 ms by second sent: %s", strings.Join(parts, " "))
+	}
 	return bodyErr
 }
 
@@ -436,6 +449,7 @@ func fill(res *result, w *wave, members int) {
 		}
 		res.ByCluster[c] = cr
 	}
+	res.SlowestStages, res.P99BySecond = stagesOf(w, first, sentFor)
 	res.Incomplete = w.remaining
 	if !first.IsZero() && last.After(first) {
 		res.Seconds = last.Sub(first).Seconds()
@@ -626,4 +640,50 @@ func (r *runner) restart(ctx context.Context) error {
 		res.Seconds = time.Since(start).Seconds()
 		return err
 	})
+}
+
+// stagesOf splits the latency of a wave's slowest tenth of member copies
+// at the moment the host showed the engine's finalizer on their federated
+// object (its plan under way), and gives the p99 of copies by the second
+// of the wave their object was sent in. Nil and empty where nothing was
+// planned in the wave (updates, deletes) or nothing seen.
+func stagesOf(w *wave, first time.Time, sentFor func(obsKey) (time.Time, bool)) (*stageSplit, []float64) {
+	type copyTimes struct{ sent, planned, got time.Time }
+	var copies []copyTimes
+	bySecond := map[int][]time.Duration{}
+	last := -1
+	for k, at := range w.got {
+		if k.cluster == hostName {
+			continue
+		}
+		sent, ok := sentFor(k)
+		if !ok {
+			continue
+		}
+		sec := int(sent.Sub(first).Seconds())
+		bySecond[sec] = append(bySecond[sec], at.Sub(sent))
+		last = max(last, sec)
+		if p, ok := w.planned[obsKey{resource: k.resource, name: k.name}]; ok && !p.After(at) {
+			copies = append(copies, copyTimes{sent, p, at})
+		}
+	}
+	var timeline []float64
+	for sec := 0; sec <= last; sec++ {
+		v := 0.0
+		if l := summarize(bySecond[sec]); l != nil {
+			v = l.P99
+		}
+		timeline = append(timeline, v)
+	}
+	if len(copies) == 0 {
+		return nil, timeline
+	}
+	slices.SortFunc(copies, func(a, b copyTimes) int { return cmp.Compare(a.got.Sub(a.sent), b.got.Sub(b.sent)) })
+	slowest := copies[len(copies)-max(len(copies)/10, 1):]
+	var toPlanned, toMember []time.Duration
+	for _, c := range slowest {
+		toPlanned = append(toPlanned, max(c.planned.Sub(c.sent), 0))
+		toMember = append(toMember, c.got.Sub(c.planned))
+	}
+	return &stageSplit{Copies: len(slowest), ToPlanned: summarize(toPlanned), ToMember: summarize(toMember)}, timeline
 }
