@@ -76,6 +76,10 @@ func (d *clusterDispatcher) processNext(ctx context.Context) bool {
 	o, done := w.execute(ctx, d.cluster, item.key, p)
 	if !done || ctx.Err() != nil {
 		d.queue.Forget(item)
+		if !done && o.requeue > 0 && ctx.Err() == nil {
+			// Not carried out, but still this member's to do.
+			enqueue(d.queue, item, priority, o.requeue)
+		}
 		return true
 	}
 	switch w.recordResult(item.key, d.cluster, p, o) {

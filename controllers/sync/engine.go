@@ -90,8 +90,10 @@ type Shard interface {
 	// WriteDeadline is when writes to cluster must have ended, and whether
 	// this replica may write to it at all.
 	WriteDeadline(cluster string) (time.Time, bool)
-	// Holds reports whether this replica may write to cluster now.
-	Holds(cluster string) bool
+	// Serving reports whether this replica holds cluster's fence, even
+	// one whose renewal is overdue: the member's work is still its own
+	// and waits for WriteDeadline rather than being dropped.
+	Serving(cluster string) bool
 	// Assigned reports whether this replica reports on a cluster name that
 	// is not joined.
 	Assigned(cluster string) bool
@@ -434,7 +436,7 @@ func (e *Engine) serves(cluster string) bool {
 	if e.pulled(cluster) {
 		return false
 	}
-	return e.opts.Shard == nil || e.opts.Shard.Holds(cluster)
+	return e.opts.Shard == nil || e.opts.Shard.Serving(cluster)
 }
 
 // ClusterChanged re-plans what a change of the named member affects, for
@@ -484,7 +486,7 @@ func (e *Engine) reports(cluster string, joined bool) bool {
 		return true
 	}
 	if joined {
-		return e.opts.Shard.Holds(cluster)
+		return e.opts.Shard.Serving(cluster)
 	}
 	return e.opts.Shard.Assigned(cluster)
 }

@@ -21,7 +21,7 @@ func (f fakePulled) Any() bool            { return len(f) > 0 }
 
 type assignedShard struct{ assigned map[string]bool }
 
-func (assignedShard) Holds(string) bool                      { return true }
+func (assignedShard) Serving(string) bool                    { return true }
 func (s assignedShard) Assigned(c string) bool               { return s.assigned[c] }
 func (assignedShard) WriteDeadline(string) (time.Time, bool) { return time.Time{}, true }
 

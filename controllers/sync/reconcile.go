@@ -332,13 +332,21 @@ func (w *typeWorker) memberResource(cluster, namespace string) (dynamic.Resource
 // returns the outcome in that member. The object is read from the host
 // cache, not kept in the plan: a plan whose object changed since (a newer
 // generation, other removal annotations, another UID) is superseded, as
-// the planner has the change queued, and nothing is done.
+// the planner has the change queued, and nothing is done. Nor is it while
+// this replica's fence of the member awaits its renewal; the outcome's
+// requeue then says when to try again.
 func (w *typeWorker) execute(ctx context.Context, cluster, key string, p *clusterPlan) (outcome, bool) {
 	if w.e.opts.Shard != nil {
 		// Writes end before this replica's fence of the member could
 		// expire in the eyes of the others.
 		deadline, ok := w.e.opts.Shard.WriteDeadline(cluster)
 		if !ok {
+			if w.e.opts.Shard.Serving(cluster) {
+				// The fence's renewal is overdue, not lost: the work is
+				// still ours once it lands (or the fence is lost and the
+				// dispatcher stopped).
+				return outcome{cluster: cluster, requeue: fenceRenewalWait}, false
+			}
 			return outcome{}, false
 		}
 		var cancel context.CancelFunc
@@ -373,6 +381,10 @@ func (w *typeWorker) execute(ctx context.Context, cluster, key string, p *cluste
 		return w.deleteIn(ctx, fed, cluster), true
 	}
 }
+
+// fenceRenewalWait is how soon work waits again for a member whose fence
+// renewal is overdue.
+const fenceRenewalWait = 500 * time.Millisecond
 
 // syncPlaced creates or updates the copy of a federated object in a member
 // it is placed on. The desired object is rendered once per plan: a change

@@ -560,6 +560,9 @@ func (a agentShard) WriteDeadline(c string) (time.Time, bool) {
 
 func (a agentShard) Holds(c string) bool { return c == a.cluster && a.pulled.Pulled(c) }
 
+// Serving is Holds: an agent has no fence to renew.
+func (a agentShard) Serving(c string) bool { return a.Holds(c) }
+
 func (agentShard) Assigned(string) bool { return false }
 
 // heartbeat probes this member's /readyz every period and renews the

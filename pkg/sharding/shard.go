@@ -121,6 +121,18 @@ func (s *Shard) Holds(cluster string) bool {
 	return ok
 }
 
+// Serving reports whether this replica holds cluster's fence, though its
+// renewal may be overdue (WriteDeadline then says no write may start): on a
+// host apiserver slow to answer, a renewal can land after the deadline and
+// the fence stays this replica's, so its work must wait, not be dropped. A
+// fence that cannot be renewed at all is lost at the next step past its
+// deadline, and Serving turns false with it.
+func (s *Shard) Serving(cluster string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held[cluster] != nil
+}
+
 // WriteDeadline is when this replica must have stopped writing to cluster,
 // and whether it may write to it at all.
 func (s *Shard) WriteDeadline(cluster string) (time.Time, bool) {

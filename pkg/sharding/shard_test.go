@@ -438,3 +438,31 @@ func TestNoWriteStartsOnceReleasingBegins(t *testing.T) {
 		t.Fatal("nothing was released")
 	}
 }
+
+// A renewal that lands after the write deadline (a host apiserver slow to
+// answer) keeps the fence: meanwhile no write may start, but the member is
+// still served, so its work waits instead of being dropped, and nothing is
+// handed over.
+func TestAnOverdueRenewalKeepsServingWithoutWrites(t *testing.T) {
+	f := newFleet(t, []string{"member1"}, "a")
+	f.settle([]string{"a"})
+	s := f.shards["a"]
+	deadline, ok := s.WriteDeadline("member1")
+	if !ok {
+		t.Fatal("a may not write to member1")
+	}
+	f.clock.advance(deadline.Sub(f.clock.now()) + time.Second)
+	if _, ok := s.WriteDeadline("member1"); ok {
+		t.Fatal("a may write past its deadline")
+	}
+	if !s.Serving("member1") {
+		t.Fatal("a stopped serving member1 while its renewal is only overdue")
+	}
+	s.step(context.Background())
+	if _, ok := s.WriteDeadline("member1"); !ok || !s.Serving("member1") {
+		t.Fatal("the renewal that landed did not restore writes")
+	}
+	if got := f.handlers["a"].log; slices.Contains(got, "-member1") {
+		t.Errorf("handler calls %v: member1 was handed over", got)
+	}
+}
