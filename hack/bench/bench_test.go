@@ -208,13 +208,24 @@ func TestStagesOf(t *testing.T) {
 		w.sentAt(obsKey{resource: "deployments", name: name}, sent)
 		// Object j waits j×100 ms for the finalizer and 50 ms after it.
 		planned := sent.Add(time.Duration(i) * 100 * time.Millisecond)
-		w.plannedAt(obsKey{resource: "deployments", name: name}, planned)
+		w.plannedAt(obsKey{resource: "deployments", name: name}, false, sent)
+		w.plannedAt(obsKey{resource: "deployments", name: name}, true, planned)
+		w.plannedAt(obsKey{resource: "deployments", name: name}, true, planned.Add(time.Second))
 		w.got[obsKey{cluster: "member1", resource: "deployments", name: name}] = planned.Add(50 * time.Millisecond)
 	}
 	sentFor := func(k obsKey) (time.Time, bool) {
 		t, ok := w.sent[obsKey{resource: k.resource, name: k.name}]
 		return t, ok
 	}
+	// An object only ever seen with the finalizer was not created in the
+	// wave: it has no split.
+	w.sentAt(obsKey{resource: "deployments", name: "old"}, t0)
+	w.plannedAt(obsKey{resource: "deployments", name: "old"}, true, t0)
+	w.got[obsKey{cluster: "member1", resource: "deployments", name: "old"}] = t0.Add(time.Millisecond)
+	if _, ok := w.planned[obsKey{resource: "deployments", name: "old"}]; ok {
+		t.Fatal("an object never seen without the finalizer has a planned time")
+	}
+	delete(w.got, obsKey{cluster: "member1", resource: "deployments", name: "old"})
 	st, timeline := stagesOf(w, t0, sentFor)
 	if st == nil || st.Copies != 1 || st.ToPlanned.Max != 900 || st.ToMember.Max != 50 {
 		t.Fatalf("slowest tenth: %+v %+v %+v", st, st.ToPlanned, st.ToMember)

@@ -47,15 +47,17 @@ type wave struct {
 	got  map[obsKey]time.Time
 	sent map[obsKey]time.Time
 	// planned is when the host watch first showed a federated object with
-	// the engine's finalizer (keys without a cluster).
+	// the engine's finalizer, having seen it without (keys without a
+	// cluster): objects created in the wave.
 	planned   map[obsKey]time.Time
+	bare      map[obsKey]bool
 	remaining int
 	done      chan struct{}
 }
 
 func newWave(want map[obsKey]string) *wave {
 	w := &wave{want: want, got: make(map[obsKey]time.Time, len(want)),
-		sent: map[obsKey]time.Time{}, planned: map[obsKey]time.Time{}, remaining: len(want), done: make(chan struct{})}
+		sent: map[obsKey]time.Time{}, planned: map[obsKey]time.Time{}, bare: map[obsKey]bool{}, remaining: len(want), done: make(chan struct{})}
 	if w.remaining == 0 {
 		close(w.done)
 	}
@@ -87,12 +89,16 @@ func (w *wave) sentAt(k obsKey, at time.Time) {
 
 // plannedAt records when the engine's finalizer was first seen on a
 // federated object.
-func (w *wave) plannedAt(k obsKey, at time.Time) {
+func (w *wave) plannedAt(k obsKey, planned bool, at time.Time) {
 	w.mu.Lock()
-	if _, ok := w.planned[k]; !ok {
+	defer w.mu.Unlock()
+	if !planned {
+		w.bare[k] = true
+		return
+	}
+	if _, ok := w.planned[k]; !ok && w.bare[k] {
 		w.planned[k] = at
 	}
-	w.mu.Unlock()
 }
 
 // drop stops waiting for the states of an object whose write failed.
@@ -173,14 +179,15 @@ func (o *observer) record(k obsKey, state, resourceVersion string) {
 	}
 }
 
-// planned reports a federated object seen with the engine's finalizer.
-func (o *observer) planned(k obsKey) {
+// planned reports a federated object seen with or without the engine's
+// finalizer.
+func (o *observer) planned(k obsKey, planned bool) {
 	at := time.Now()
 	o.mu.Lock()
 	w := o.cur
 	o.mu.Unlock()
 	if w != nil {
-		w.plannedAt(obsKey{resource: k.resource, name: k.name}, at)
+		w.plannedAt(obsKey{resource: k.resource, name: k.name}, planned, at)
 	}
 }
 
@@ -221,8 +228,8 @@ func (o *observer) watch(ctx context.Context, clusterName string, dyn dynamic.In
 	}
 	seen := func(obj any) {
 		if k, u, ok := key(obj); ok {
-			if u.GetAnnotations()[plannedAnnotation] != "" {
-				o.planned(k)
+			if clusterName == hostName {
+				o.planned(k, u.GetAnnotations()[plannedAnnotation] != "")
 			}
 			o.record(k, u.GetAnnotations()[stateAnnotation], u.GetResourceVersion())
 		}
