@@ -2,9 +2,18 @@ package sync
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	gosync "sync"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+
+	typesv1beta1 "github.com/kubefed-io/kubefed/api/types/v1beta1"
+	"github.com/kubefed-io/kubefed/pkg/clusterclient"
 )
 
 // overdueShard is a replica's share whose fence of every member is held
@@ -68,5 +77,40 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A create the member carried out but did not answer in time (a slow
+// member apiserver) is remembered as possibly written, so that the next
+// try reads the copy rather than creating it again and being refused.
+func TestATimedOutCreateIsRememberedAsPossiblyWritten(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		// The create is carried out, but its answer never comes in time.
+		<-release
+		rw.WriteHeader(http.StatusCreated)
+	}))
+	defer srv.Close()
+	defer close(release)
+	registry := clusterclient.NewRegistry(clusterclient.ConfigOptions{})
+	if _, err := registry.SetLocal("member1", &rest.Config{Host: srv.URL}); err != nil {
+		t.Fatal(err)
+	}
+	e := &Engine{opts: Options{Registry: registry, ClusterTimeout: 100 * time.Millisecond}, ctx: context.Background()}
+	w := &typeWorker{e: e, name: "configmaps", gvr: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"},
+		target: targetType{kind: "ConfigMap", namespaced: true}, recorder: record.NewFakeRecorder(10),
+		written: map[writeKey]writeRecord{}, changed: map[string]changeSeen{}}
+	w.events = newMemberEvents(w.recorder, time.Hour)
+	fed := placedOn("a", "member1")
+	desired := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "a", "namespace": "ns"}}
+	o := w.create(context.Background(), fed, "member1", desired, "h1")
+	if o.status != typesv1beta1.CreationTimedOut {
+		t.Fatalf("status %q (%s), want CreationTimedOut", o.status, o.message)
+	}
+	if !w.wrote("member1", fed, "h1") {
+		t.Fatal("a create that timed out is not remembered: the next try creates the copy again")
+	}
+	if w.recorded("member1", fed, "h1", "1") {
+		t.Fatal("a possible write is taken for a copy at a known resourceVersion")
 	}
 }

@@ -491,6 +491,11 @@ func (w *typeWorker) create(ctx context.Context, fed *unstructured.Unstructured,
 		out.requeue = time.Second
 	}
 	out.status, out.message = failure(err, typesv1beta1.CreationFailed, typesv1beta1.CreationTimedOut)
+	if out.status == typesv1beta1.CreationTimedOut {
+		// The member may have made the copy without our hearing of it:
+		// the next try reads the copy before creating it again.
+		w.remember(cluster, fed, hash, "")
+	}
 	w.recorder.Eventf(fed, corev1.EventTypeWarning, EventCreateInCluster+failedSuffix, failedMessageFmt, "create", w.target.kind, name, cluster, err)
 	return out
 }
@@ -893,7 +898,8 @@ func (w *typeWorker) remember(cluster string, fed *unstructured.Unstructured, ha
 }
 
 // wrote reports whether this engine last wrote a copy of fed with hash to
-// the cluster.
+// the cluster, or may have: a create that timed out is recorded without a
+// resourceVersion.
 func (w *typeWorker) wrote(cluster string, fed *unstructured.Unstructured, hash string) bool {
 	w.writtenMu.RLock()
 	defer w.writtenMu.RUnlock()
