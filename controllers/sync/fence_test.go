@@ -2,14 +2,20 @@ package sync
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	gosync "sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	fakedynamic "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/rest"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 
 	typesv1beta1 "github.com/kubefed-io/kubefed/api/types/v1beta1"
@@ -112,5 +118,45 @@ func TestATimedOutCreateIsRememberedAsPossiblyWritten(t *testing.T) {
 	}
 	if w.recorded("member1", fed, "h1", "1") {
 		t.Fatal("a possible write is taken for a copy at a known resourceVersion")
+	}
+}
+
+// A replica's status write refused with a 409 (another replica wrote the
+// object first) is not sent again while the host cache still shows the
+// version it was refused at: it would only be refused again. Once the
+// cache moves on, it is.
+func TestARefusedStatusWriteWaitsForANewerObject(t *testing.T) {
+	scheme := runtime.NewScheme()
+	host := fakedynamic.NewSimpleDynamicClient(scheme)
+	patches := 0
+	host.PrependReactor("patch", "*", func(clienttesting.Action) (bool, runtime.Object, error) {
+		patches++
+		return true, nil, apierrors.NewConflict(schema.GroupResource{Group: "types.kubefed.io", Resource: "federatedconfigmaps"}, "a", errors.New("the object has been modified"))
+	})
+	w := &typeWorker{e: &Engine{host: host}, fedGVR: schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta1", Resource: "federatedconfigmaps"},
+		recorder: record.NewFakeRecorder(10), log: logr.Discard(), statusWritten: map[string]statusRecord{}}
+	fed := placedOn("a", "member1")
+	fed.SetUID("u1")
+	fed.SetResourceVersion("5")
+	fed.SetGeneration(1)
+	keep := func(c string) bool { return c == "member1" }
+	outcomes := []outcome{{cluster: "member1", listed: true}}
+	write := func() {
+		t.Helper()
+		if requeue, err := w.writeStatus(context.Background(), "ns/a", fed, outcomes, "", "", keep); err != nil || requeue == 0 {
+			t.Fatalf("requeue %s, err %v: want a retry", requeue, err)
+		}
+	}
+	write()
+	write()
+	if patches != 1 {
+		t.Fatalf("%d status patches at the same cached version, want 1", patches)
+	}
+	fed = fed.DeepCopy()
+	fed.SetResourceVersion("6")
+	w.statusSeen(fed)
+	write()
+	if patches != 2 {
+		t.Fatalf("%d status patches once the cache moved on, want 2", patches)
 	}
 }
