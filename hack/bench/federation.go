@@ -120,7 +120,8 @@ func setUp(ctx context.Context, o options) (*env, error) {
 		BinDir:       filepath.Join(root, "bin"),
 		StartTimeout: localcluster.DefaultStartTimeout + time.Duration(o.members)*30*time.Second,
 		// Room for every bench pod: -n Deployments of one replica each.
-		Nodes: localcluster.NodeOptions{Count: o.nodes, CPU: o.nodeCPU, Memory: o.nodeMemory, Pods: max(110, 2*o.n/max(o.nodes, 1))},
+		Nodes:     localcluster.NodeOptions{Count: o.nodes, CPU: o.nodeCPU, Memory: o.nodeMemory, Pods: max(110, 2*o.n/max(o.nodes, 1))},
+		ExtraArgs: map[localcluster.Component][]string{localcluster.APIServer: strings.Fields(o.apiserverArgs)},
 	})
 	if err != nil {
 		return e, fmt.Errorf("start clusters: %w", err)
