@@ -61,11 +61,6 @@ func newMemberEvents(recorder record.EventRecorder, window time.Duration) *membe
 func (m *memberEvents) record(fed *unstructured.Unstructured, reason, verb, kind, name, cluster, note string) {
 	key := eventKey{uid: fed.GetUID(), reason: reason, verb: verb, note: note}
 	m.mu.Lock()
-	if m.stopped {
-		m.mu.Unlock()
-		m.emit(key, &eventBurst{ref: objectRef(fed), kind: kind, name: name, clusters: []string{cluster}})
-		return
-	}
 	if b, ok := m.pending[key]; ok {
 		if !slices.Contains(b.clusters, cluster) {
 			b.clusters = append(b.clusters, cluster)
@@ -73,8 +68,16 @@ func (m *memberEvents) record(fed *unstructured.Unstructured, reason, verb, kind
 		m.mu.Unlock()
 		return
 	}
-	m.pending[key] = &eventBurst{ref: objectRef(fed), kind: kind, name: name, clusters: []string{cluster}}
+	b := &eventBurst{ref: objectRef(fed), kind: kind, name: name, clusters: []string{cluster}}
+	stopped := m.stopped
+	if !stopped {
+		m.pending[key] = b
+	}
 	m.mu.Unlock()
+	if stopped {
+		m.emit(key, b)
+		return
+	}
 	time.AfterFunc(m.window, func() { m.flush(key) })
 }
 
