@@ -140,6 +140,10 @@ type Engine struct {
 	hostKubeSystemUID types.UID
 	uidMu             gosync.Mutex
 	memberUIDs        map[string]memberUID
+
+	// bulkStatus holds a slot per status write of bulk work in flight to
+	// the host, across types: see bulkStatusWrites.
+	bulkStatus chan struct{}
 }
 
 type memberUID struct {
@@ -176,7 +180,18 @@ func NewEngine(ctx context.Context, o Options) (*Engine, error) {
 		dispatchers:   map[string]*clusterDispatcher{},
 		clusterEvents: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: "member-changes"}),
 		memberUIDs:    map[string]memberUID{},
+		bulkStatus:    make(chan struct{}, bulkStatusWrites(o.Workers)),
 	}, nil
+}
+
+// bulkStatusWrites is how many status writes of bulk work (the objects a
+// member's readiness or a namespace change planned again, thousands at
+// once) the engine has in flight to the host at a time: a quarter of a
+// type's workers. The host answers every write in one line; without a
+// bound, a fan-out's writes fill it and a new object's finalizer and
+// status wait behind them. Prompt work is not bounded.
+func bulkStatusWrites(workers int) int {
+	return max(1, workers/4)
 }
 
 // Stop stops every type and the engine's event recording.

@@ -143,7 +143,7 @@ func TestARefusedStatusWriteWaitsForANewerObject(t *testing.T) {
 	outcomes := []outcome{{cluster: "member1", listed: true}}
 	write := func() {
 		t.Helper()
-		if requeue, err := w.writeStatus(context.Background(), "ns/a", fed, outcomes, "", "", keep); err != nil || requeue == 0 {
+		if requeue, err := w.writeStatus(context.Background(), "ns/a", fed, outcomes, "", "", keep, false); err != nil || requeue == 0 {
 			t.Fatalf("requeue %s, err %v: want a retry", requeue, err)
 		}
 	}

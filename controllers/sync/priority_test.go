@@ -1,14 +1,24 @@
 package sync
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	gosync "sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/kubefed-io/kubefed/controllers/cluster"
 	"github.com/kubefed-io/kubefed/pkg/clusterclient"
@@ -115,5 +125,101 @@ func TestSettleKeepsThePriority(t *testing.T) {
 			t.Errorf("%s came back as %s at priority %d, want priority %d", tc.key, got, priority, tc.priority)
 		}
 		q.Done(got)
+	}
+}
+
+// The status writes of bulk work (a member's readiness change re-plans
+// thousands of objects) hold at most bulkStatus's slots of the host at a
+// time, while a new object's status write does not wait for a slot: in the
+// readiness-flip bench, 32 status workers writing re-planned objects held
+// new objects' writes behind theirs.
+func TestBulkStatusWritesAreBoundedAndPromptOnesAreNot(t *testing.T) {
+	var mu gosync.Mutex
+	inFlight := map[string]bool{}
+	entered := make(chan string, 16)
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPatch {
+			http.Error(rw, "unexpected", http.StatusMethodNotAllowed)
+			return
+		}
+		// .../federatedconfigmaps/<name>/status
+		parts := strings.Split(r.URL.Path, "/")
+		name := parts[len(parts)-2]
+		mu.Lock()
+		inFlight[name] = true
+		mu.Unlock()
+		entered <- name
+		<-release
+		mu.Lock()
+		delete(inFlight, name)
+		mu.Unlock()
+		rw.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(rw, `{"apiVersion":"types.kubefed.io/v1beta1","kind":"FederatedConfigMap","metadata":{"name":%q,"namespace":"ns","resourceVersion":"2"}}`, name)
+	}))
+	defer srv.Close()
+	// Released before the server closes, also when the test fails.
+	var releaseOnce gosync.Once
+	releaseAll := func() { releaseOnce.Do(func() { close(release) }) }
+	defer releaseAll()
+	host, err := dynamic.NewForConfig(&rest.Config{Host: srv.URL, QPS: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const slots = 2
+	w := &typeWorker{e: &Engine{host: host, bulkStatus: make(chan struct{}, slots)},
+		fedGVR:   schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta1", Resource: "federatedconfigmaps"},
+		recorder: record.NewFakeRecorder(10), log: logr.Discard(), statusWritten: map[string]statusRecord{}}
+	write := func(name string, bulk bool, done chan<- error) {
+		fed := placedOn(name, "member1")
+		fed.SetUID(types.UID("uid-" + name))
+		fed.SetGeneration(1)
+		fed.SetResourceVersion("1")
+		_, err := w.writeStatus(context.Background(), "ns/"+name, fed, []outcome{{cluster: "member1", listed: true}}, "", "", nil, bulk)
+		done <- err
+	}
+	done := make(chan error, 16)
+	bulk := []string{"bulk-0", "bulk-1", "bulk-2", "bulk-3", "bulk-4"}
+	for _, name := range bulk {
+		go write(name, true, done)
+	}
+	for range slots {
+		<-entered
+	}
+	go write("prompt", false, done)
+	// The prompt write reaching the host is the signal that the rest of
+	// the bulk writes had the time to get there too, had they no bound.
+	for name := range entered {
+		if name == "prompt" {
+			break
+		}
+		if strings.HasPrefix(name, "bulk") {
+			mu.Lock()
+			n := len(inFlight)
+			mu.Unlock()
+			if n > slots {
+				t.Fatalf("%d bulk status writes in flight, want at most %d", n, slots)
+			}
+		}
+	}
+	mu.Lock()
+	n := 0
+	for name := range inFlight {
+		if strings.HasPrefix(name, "bulk") {
+			n++
+		}
+	}
+	mu.Unlock()
+	if n != slots {
+		t.Fatalf("%d bulk status writes in flight beside a prompt one, want %d", n, slots)
+	}
+	releaseAll()
+	for range len(bulk) + 1 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(w.e.bulkStatus) != 0 {
+		t.Fatalf("%d bulk slots still held after every write", len(w.e.bulkStatus))
 	}
 }

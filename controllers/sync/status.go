@@ -215,8 +215,9 @@ type statusRecord struct {
 
 // syncStatus writes the status a federated object's members add up to,
 // once the members of its latest plans answered (or statusHold passed),
-// and releases an object being deleted once no member holds a copy.
-func (w *typeWorker) syncStatus(ctx context.Context, key string) (time.Duration, error) {
+// and releases an object being deleted once no member holds a copy. A
+// bulk status write waits for one of the engine's bulkStatus slots.
+func (w *typeWorker) syncStatus(ctx context.Context, key string, bulk bool) (time.Duration, error) {
 	w.stateMu.Lock()
 	st := w.states[key]
 	var v statusView
@@ -253,7 +254,7 @@ func (w *typeWorker) syncStatus(ctx context.Context, key string) (time.Duration,
 			// say; an agent's write would drop the other members' entries.
 			return 0, nil
 		}
-		return w.writeStatus(ctx, key, fed, nil, st.reason, st.message, nil)
+		return w.writeStatus(ctx, key, fed, nil, st.reason, st.message, nil, bulk)
 	}
 	if v.pending {
 		return 0, nil
@@ -265,7 +266,7 @@ func (w *typeWorker) syncStatus(ctx context.Context, key string) (time.Duration,
 		if anyListed(v.outcomes) || keep != nil {
 			// A replica serving a share of the members drops its entries
 			// once its copies are gone, which tells the others.
-			if requeue, err := w.writeStatus(ctx, key, fed, v.outcomes, "", "", keep); err != nil || requeue > 0 || anyListed(v.outcomes) {
+			if requeue, err := w.writeStatus(ctx, key, fed, v.outcomes, "", "", keep, bulk); err != nil || requeue > 0 || anyListed(v.outcomes) {
 				return requeue, err
 			}
 			if w.e.opts.Agent {
@@ -287,7 +288,7 @@ func (w *typeWorker) syncStatus(ctx context.Context, key string) (time.Duration,
 	if !failed {
 		w.settled(fed)
 	}
-	return w.writeStatus(ctx, key, fed, v.outcomes, "", "", keep)
+	return w.writeStatus(ctx, key, fed, v.outcomes, "", "", keep, bulk)
 }
 
 // othersHoldRequeue is how often a deletion looks again whether members
@@ -489,7 +490,9 @@ func (w *typeWorker) statusSeen(fed *unstructured.Unstructured) {
 // is guarded by the object's resourceVersion, so that concurrent writes of
 // two replicas conflict instead of one losing the other's entries; the
 // loser tries again once its cache caught up.
-func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructured.Unstructured, outcomes []outcome, reason, message string, keep func(string) bool) (time.Duration, error) {
+//
+// A bulk write first takes one of the engine's bulkStatus slots.
+func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructured.Unstructured, outcomes []outcome, reason, message string, keep func(string) bool, bulk bool) (time.Duration, error) {
 	old, _ := fed.Object["status"].(map[string]any)
 	w.statusMu.Lock()
 	rec, ok := w.statusWritten[key]
@@ -525,6 +528,14 @@ func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructu
 	body, err := json.Marshal(map[string]any{"metadata": meta, "status": patch})
 	if err != nil {
 		return 0, err
+	}
+	if bulk {
+		select {
+		case w.e.bulkStatus <- struct{}{}:
+			defer func() { <-w.e.bulkStatus }()
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
 	}
 	updated, err := w.hostResource(fed.GetNamespace()).Patch(ctx, fed.GetName(), types.MergePatchType, body, metav1.PatchOptions{}, "status")
 	statusWrites.Inc()

@@ -527,7 +527,7 @@ func (w *typeWorker) processStatus(ctx context.Context) bool {
 		return false
 	}
 	defer w.statusQueue.Done(key)
-	requeue, err := w.syncStatus(ctx, key)
+	requeue, err := w.syncStatus(ctx, key, priority < promptPriority)
 	w.settle(w.statusQueue, key, priority, requeue, err, "status")
 	return true
 }
