@@ -112,7 +112,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.workDir, "workdir", "", "directory for the clusters' data; a fresh temporary one when empty")
 	fs.BoolVar(&o.keep, "keep", false, "leave the work directory (logs, etcd data) after the run")
 	fs.StringVar(&o.controllerMgr, "cm-binary", "", "controller-manager binary under test; bin/controller-manager when empty")
-	fs.StringVar(&o.cmArgs, "cm-args", "", "extra controller-manager flags, space-separated, such as --pprof-addr=127.0.0.1:6060 to profile a run")
+	fs.StringVar(&o.cmArgs, "cm-args", "", "extra controller-manager flags, space-separated, such as --pprof-addr=127.0.0.1:6060 to profile a run (scale-out replicas get them too: use port 0 there)")
 	fs.StringVar(&o.apiserverArgs, "apiserver-args", "", "extra kube-apiserver flags of every cluster, space-separated, such as --profiling=true to read /debug/pprof of the host while a scenario runs")
 	scenarios := fs.String("scenarios", strings.Join(scenarioFlags, ","),
 		"comma-separated scenarios to run; update, override, steady and delete need create-rate")
