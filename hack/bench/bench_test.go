@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -233,5 +234,26 @@ func TestStagesOf(t *testing.T) {
 	// Sent in seconds 0 (a–e, latencies 50–450 ms) and 1 (f–j, 550–950 ms).
 	if len(timeline) != 2 || timeline[0] != 450 || timeline[1] != 950 {
 		t.Fatalf("timeline %v", timeline)
+	}
+}
+
+// The flip's ratio is of medians: one wave slowed by the shared machine
+// does not decide it.
+func TestMedian(t *testing.T) {
+	for _, c := range []struct {
+		in   []float64
+		want float64
+	}{
+		{[]float64{480}, 480},
+		{[]float64{1419, 480, 900}, 900},
+		{[]float64{4, 1, 3, 2}, 2.5},
+	} {
+		in := append([]float64(nil), c.in...)
+		if got := median(c.in); got != c.want {
+			t.Errorf("median(%v) = %v, want %v", in, got, c.want)
+		}
+		if !slices.Equal(in, c.in) {
+			t.Errorf("median reordered its argument: %v", c.in)
+		}
 	}
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -11,9 +13,9 @@ import (
 )
 
 // Readiness-flip scenarios: the last member holds -flip-n objects of its
-// own; a fixed-rate wave to the other members runs once as it is and once
-// while that member turns NotReady and Ready again, which re-plans every
-// one of its objects and rewrites their status twice.
+// own; a fixed-rate wave to the other members runs as it is and while that
+// member turns NotReady and Ready again (which re-plans every one of its
+// objects and rewrites their status twice), -flip-pairs times each.
 const (
 	scenarioFlipLoad    = "flip: load the flipping member"
 	scenarioFlipBase    = "flip: without"
@@ -48,18 +50,15 @@ func (r *runner) flipWaves(ctx context.Context) error {
 	toOthers := func(it item, c string) (string, bool) {
 		return wantState(it.r, version{}, c), c != hostName && c != odd.name
 	}
-	wave := func(scenario, prefix string, around func(body func() error) error) error {
+	wave := func(scenario, prefix string, around func(body func() error) error) (*result, error) {
 		items := waveItems(prefix, r.o.isolationN)
 		res := r.newResult(scenario, len(items), r.o.rate)
 		res.Clusters = len(others)
-		return r.measured(ctx, res, func() error {
+		return res, r.measured(ctx, res, func() error {
 			return around(func() error { return r.wave(ctx, res, items, r.o.rate, toOthers, r.creator(others)) })
 		})
 	}
-	if err := wave(scenarioFlipBase, "fb", func(body func() error) error { return body() }); err != nil {
-		return err
-	}
-	err := wave(scenarioFlipFlipped, "ff", func(body func() error) error {
+	flip := func(body func() error) error {
 		// NotReady just before the wave, Ready again during it: stopped
 		// and started again (its apiserver and our informers reload every
 		// object), or hung with SIGSTOP and continued (the same flip for
@@ -86,19 +85,53 @@ func (r *runner) flipWaves(ctx context.Context) error {
 		}
 		logf("  %s Ready again during the wave", odd.name)
 		return <-done
-	})
-	if err != nil {
-		return err
 	}
-	base, flipped := r.report.find(scenarioFlipBase), r.report.find(scenarioFlipFlipped)
-	if base != nil && flipped != nil && base.PerCluster != nil && flipped.PerCluster != nil && flipped.PerCluster.P99 > 0 {
+	// Pairs of waves, alternated so that both see the machine alike.
+	var baseP99, flippedP99 []float64
+	for i := range r.o.flipPairs {
+		suffix, prefix := "", ""
+		if i > 0 {
+			suffix, prefix = fmt.Sprintf(" #%d", i+1), strconv.Itoa(i+1)
+		}
+		base, err := wave(scenarioFlipBase+suffix, "fb"+prefix, func(body func() error) error { return body() })
+		if err != nil {
+			return err
+		}
+		flipped, err := wave(scenarioFlipFlipped+suffix, "ff"+prefix, flip)
+		if err != nil {
+			return err
+		}
+		if base.PerCluster != nil && flipped.PerCluster != nil && flipped.PerCluster.P99 > 0 {
+			baseP99 = append(baseP99, base.PerCluster.P99)
+			flippedP99 = append(flippedP99, flipped.PerCluster.P99)
+		}
+	}
+	if len(baseP99) == r.o.flipPairs {
 		name := "readiness-flip-p99"
 		if r.o.flipMode == flipPause {
 			name += "-paused"
 		}
-		r.report.Ratios = append(r.report.Ratios, ratio{Name: name, Value: base.PerCluster.P99 / flipped.PerCluster.P99})
+		b, f := median(baseP99), median(flippedP99)
+		if r.o.flipPairs > 1 {
+			logf("  p99 without the flip %v ms, with it %v ms: medians %.0f and %.0f", baseP99, flippedP99, b, f)
+		}
+		r.report.Ratios = append(r.report.Ratios, ratio{Name: name, Value: b / f})
 	}
 	return nil
+}
+
+// median is the middle of values (the mean of the middle two when even).
+func median(values []float64) float64 {
+	v := slices.Clone(values)
+	slices.Sort(v)
+	n := len(v)
+	if n == 0 {
+		return 0
+	}
+	if n%2 == 1 {
+		return v[n/2]
+	}
+	return (v[n/2-1] + v[n/2]) / 2
 }
 
 // memberReady reports whether a member's KubeFedCluster is Ready.

@@ -82,6 +82,7 @@ type options struct {
 	scaleN           int
 	flipN            int
 	flipMode         string
+	flipPairs        int
 }
 
 // scenarioFlags are the names -scenarios accepts, in the order they run.
@@ -101,6 +102,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.isolationN, "isolation-n", 200, "FederatedDeployments, and as many FederatedConfigMaps, per isolation wave")
 	fs.IntVar(&o.flipN, "flip-n", 10000, "federated objects on the member that flips NotReady and Ready")
 	fs.StringVar(&o.flipMode, "flip-mode", flipRestart, "how the flip scenario makes the member NotReady: restart (stop and start its kube-apiserver) or pause (SIGSTOP, then SIGCONT)")
+	fs.IntVar(&o.flipPairs, "flip-pairs", 3, "waves without and with the flip, alternated; the ratio is of their median p99s (one pair's p99 moves with whatever else the machine does)")
 	fs.IntVar(&o.scaleN, "scale-n", 300, "FederatedDeployments, and as many FederatedConfigMaps, per scale-out wave")
 	fs.IntVar(&o.syncWorkers, "sync-workers", 16, "KubeFedConfig syncController.maxConcurrentReconciles")
 	fs.BoolVar(&o.statusCollection, "status-collection", true, "KubeFedConfig feature gate RawResourceStatusCollection")
@@ -136,6 +138,8 @@ func parseFlags(args []string) (options, error) {
 		return o, fmt.Errorf("-members must be 1..10, got %d", o.members)
 	case o.n < 1 || o.isolationN < 1 || o.scaleN < 2 || o.flipN < 2:
 		return o, fmt.Errorf("-n and -isolation-n must be positive and -scale-n at least 2, got %d, %d and %d", o.n, o.isolationN, o.scaleN)
+	case o.flipPairs < 1:
+		return o, fmt.Errorf("-flip-pairs must be at least 1, got %d", o.flipPairs)
 	case o.flipMode != flipRestart && o.flipMode != flipPause:
 		return o, fmt.Errorf("-flip-mode must be %s or %s, got %q", flipRestart, flipPause, o.flipMode)
 	case o.rate <= 0:
