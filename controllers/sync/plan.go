@@ -162,14 +162,21 @@ func (w *typeWorker) dropState(key string) {
 // planFor returns the plan a member must carry out for a federated object,
 // or nil when it has none.
 func (w *typeWorker) planFor(key, cluster string) *clusterPlan {
+	p, _ := w.planAndWait(key, cluster)
+	return p
+}
+
+// planAndWait is planFor and whether the plan's latest outcome waits for
+// the member to report on the copy (outcome.unobserved).
+func (w *typeWorker) planAndWait(key, cluster string) (*clusterPlan, bool) {
 	w.stateMu.RLock()
 	defer w.stateMu.RUnlock()
 	if st := w.states[key]; st != nil {
 		if e := st.clusters[cluster]; e != nil {
-			return e.plan
+			return e.plan, e.current() && e.result.unobserved
 		}
 	}
-	return nil
+	return nil, false
 }
 
 // resultChange says how a recorded outcome differs from the previous one.
@@ -201,7 +208,8 @@ func (w *typeWorker) recordResult(key, cluster string, plan *clusterPlan, o outc
 	switch {
 	case !wasCurrent || prev == nil:
 		return resultChanged
-	case prev.status != o.status || prev.message != o.message || prev.listed != o.listed || prev.pending != o.pending:
+	case prev.status != o.status || prev.message != o.message || prev.listed != o.listed || prev.pending != o.pending ||
+		prev.unobserved != o.unobserved:
 		return resultChanged
 	case !sameJSON(prev.remote, o.remote) || !maps.Equal(prev.counts, o.counts):
 		return resultRemoteOnly
@@ -241,6 +249,16 @@ func (st *objectState) view(now time.Time, keep func(string) bool) statusView {
 			if e.result.pending {
 				v.pending = true
 				continue
+			}
+			if e.result.unobserved && e.plan != nil {
+				// Written a moment ago: the member's controllers are
+				// about to report on it.
+				if left := statusHold - now.Sub(e.plan.created); left > 0 {
+					if v.wait == 0 || left < v.wait {
+						v.wait = left
+					}
+					continue
+				}
 			}
 			v.outcomes = append(v.outcomes, *e.result)
 			continue

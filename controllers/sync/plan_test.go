@@ -119,6 +119,10 @@ func TestRecordResultClassifiesChanges(t *testing.T) {
 		{outcome{cluster: "a", listed: true, remote: map[string]any{"replicas": int64(2)}}, resultRemoteOnly},
 		{outcome{cluster: "a", listed: true, status: typesv1beta1.UpdateFailed, message: "boom", remote: map[string]any{"replicas": int64(2)}}, resultChanged},
 		{outcome{cluster: "a", listed: true, status: typesv1beta1.UpdateFailed, message: "boom again", remote: map[string]any{"replicas": int64(2)}}, resultChanged},
+		{outcome{cluster: "a", listed: true, unobserved: true}, resultChanged},
+		// The member's first report on the copy is written at once, not
+		// coalesced as a remote status change.
+		{outcome{cluster: "a", listed: true, remote: map[string]any{"observedGeneration": int64(1)}}, resultChanged},
 	}
 	for i, s := range steps {
 		if got := w.recordResult("k", "a", p, s.o); got != s.want {
@@ -176,6 +180,63 @@ func TestViewHoldsForMembersUnderWayThenReportsThem(t *testing.T) {
 	st.clusters["syncing"] = &clusterEntry{plan: syncing, result: &outcome{cluster: "syncing", pending: true}, resultOf: syncing}
 	if v := st.view(start.Add(time.Hour), nil); !v.pending {
 		t.Error("a pending member does not hold the status write")
+	}
+}
+
+// A copy written a moment ago whose member has not reported on it yet
+// holds the status write, up to statusHold, so that the write carries the
+// member's first report rather than being followed by a second write.
+func TestViewWaitsForTheMembersFirstReport(t *testing.T) {
+	start := time.Now()
+	fed := testFed(1, nil)
+	p := syncPlan(fed, start)
+	st := stateOf(fed, map[string]*clusterEntry{
+		"a": {plan: p, result: &outcome{cluster: "a", listed: true, unobserved: true}, resultOf: p},
+	})
+	v := st.view(start.Add(500*time.Millisecond), nil)
+	if len(v.outcomes) != 0 || v.wait != statusHold-500*time.Millisecond {
+		t.Fatalf("before the member reports: outcomes %v, wait %v; want none and a wait of %v", v.outcomes, v.wait, statusHold-500*time.Millisecond)
+	}
+	if _, waits := (&typeWorker{states: map[string]*objectState{"k": st}}).planAndWait("k", "a"); !waits {
+		t.Error("planAndWait does not say the copy awaits its member's report")
+	}
+	v = st.view(start.Add(statusHold+time.Millisecond), nil)
+	if len(v.outcomes) != 1 || v.wait != 0 {
+		t.Fatalf("past the hold: outcomes %v, wait %v; want the outcome written as it is", v.outcomes, v.wait)
+	}
+	st.clusters["a"].result = &outcome{cluster: "a", listed: true}
+	if v := st.view(start.Add(time.Millisecond), nil); len(v.outcomes) != 1 || v.wait != 0 {
+		t.Fatalf("once reported: outcomes %v, wait %v", v.outcomes, v.wait)
+	}
+}
+
+func TestObservedReadsTheMembersReport(t *testing.T) {
+	copyWith := func(generation int64, status map[string]any) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{}}
+		u.SetGeneration(generation)
+		if status != nil {
+			u.Object["status"] = status
+		}
+		return u
+	}
+	reported := &typeWorker{collectStatus: true}
+	for _, c := range []struct {
+		name string
+		w    *typeWorker
+		obj  *unstructured.Unstructured
+		want bool
+	}{
+		{"just created, no status", reported, copyWith(1, nil), false},
+		{"just created, empty status", reported, copyWith(1, map[string]any{}), false},
+		{"an older generation observed", reported, copyWith(2, map[string]any{"observedGeneration": int64(1), "replicas": int64(3)}), false},
+		{"this generation observed", reported, copyWith(2, map[string]any{"observedGeneration": int64(2)}), true},
+		{"a kind without observedGeneration reported", reported, copyWith(1, map[string]any{"phase": "Active"}), true},
+		{"a kind without metadata.generation", reported, copyWith(0, nil), true},
+		{"status neither collected nor aggregated", &typeWorker{}, copyWith(1, nil), true},
+	} {
+		if got := c.w.observed(c.obj); got != c.want {
+			t.Errorf("%s: observed %v, want %v", c.name, got, c.want)
+		}
 	}
 }
 

@@ -67,6 +67,11 @@ type outcome struct {
 	requeue time.Duration
 	// checked is the fingerprint of a copy found or written up to date.
 	checked string
+	// unobserved: the copy's status does not show yet that the member's
+	// controllers saw its latest spec (see observedBy). The status write
+	// waits for that, up to statusHold, rather than write the copy's
+	// status twice within a moment.
+	unobserved bool
 }
 
 // reconcile plans the object at key; priority is the work's (prompt or
@@ -403,7 +408,7 @@ func (w *typeWorker) syncPlaced(ctx context.Context, fed *unstructured.Unstructu
 	}
 	if current != nil && p.checked != "" && p.checked == fingerprint(current) {
 		// Only the copy's status changed since it was found up to date.
-		return outcome{cluster: cluster, listed: true, remote: w.remoteStatus(current), counts: w.countsOf(current), checked: p.checked}
+		return outcome{cluster: cluster, listed: true, remote: w.remoteStatus(current), counts: w.countsOf(current), checked: p.checked, unobserved: !w.observed(current)}
 	}
 	if !p.rendered {
 		desired, hash, err := desiredObject(fed.Object, name, namespace, w.target, p.ops)
@@ -479,7 +484,7 @@ func (w *typeWorker) create(ctx context.Context, fed *unstructured.Unstructured,
 		w.remember(cluster, fed, hash, created.GetResourceVersion())
 		w.events.record(fed, EventCreateInCluster, "Creating", w.target.kind, name, cluster, "")
 		out.remote, out.counts = w.remoteStatus(created), w.countsOf(created)
-		out.checked = fingerprint(created)
+		out.checked, out.unobserved = fingerprint(created), !w.observed(created)
 		return out
 	}
 	if apierrors.IsAlreadyExists(err) {
@@ -536,7 +541,7 @@ func (w *typeWorker) adopt(ctx context.Context, fed *unstructured.Unstructured, 
 func (w *typeWorker) update(ctx context.Context, fed *unstructured.Unstructured, cluster string, desired map[string]any, hash string, current *unstructured.Unstructured, adopting bool) outcome {
 	out := outcome{cluster: cluster, listed: true, remote: w.remoteStatus(current), counts: w.countsOf(current)}
 	if !adopting && (w.recorded(cluster, fed, hash, current.GetResourceVersion()) || upToDate(desired, current.Object, hash)) {
-		out.checked = fingerprint(current)
+		out.checked, out.unobserved = fingerprint(current), !w.observed(current)
 		return out
 	}
 	namespace, name := w.memberName(fed)
@@ -575,7 +580,7 @@ func (w *typeWorker) update(ctx context.Context, fed *unstructured.Unstructured,
 	}
 	w.events.record(fed, EventUpdateInCluster, "Updating", w.target.kind, name, cluster, note)
 	out.remote, out.counts = w.remoteStatus(updated), w.countsOf(updated)
-	out.checked = fingerprint(updated)
+	out.checked, out.unobserved = fingerprint(updated), !w.observed(updated)
 	return out
 }
 
@@ -863,6 +868,22 @@ func (w *typeWorker) remoteStatus(obj *unstructured.Unstructured) any {
 
 // countsOf reads the counts that the type's status aggregation sums from a
 // member copy.
+// observed reports whether a member copy's status shows that the member's
+// controllers saw its latest spec, when its status is reported at all
+// (collected or aggregated): status.observedGeneration at the copy's
+// generation, or, for a kind without it, any status. A copy without
+// metadata.generation, or whose status is not reported, counts as seen.
+func (w *typeWorker) observed(obj *unstructured.Unstructured) bool {
+	if (!w.collectStatus && w.aggregation == nil) || obj == nil || obj.GetGeneration() == 0 {
+		return true
+	}
+	status, _ := obj.Object["status"].(map[string]any)
+	if seen, found, err := unstructured.NestedInt64(status, "observedGeneration"); found && err == nil {
+		return seen >= obj.GetGeneration()
+	}
+	return len(status) > 0
+}
+
 func (w *typeWorker) countsOf(obj *unstructured.Unstructured) map[string]int64 {
 	if w.aggregation == nil || obj == nil {
 		return nil

@@ -428,7 +428,8 @@ func (w *typeWorker) memberEvent(ev informermanager.Event) {
 		// A member handed over a moment ago; its new owner has it.
 		return
 	}
-	if w.planFor(key, ev.Cluster) == nil {
+	p, waits := w.planAndWait(key, ev.Cluster)
+	if p == nil {
 		if statusOnly {
 			w.queue.AddAfter(key, statusCoalesceDelay)
 		} else {
@@ -437,7 +438,9 @@ func (w *typeWorker) memberEvent(ev informermanager.Event) {
 		return
 	}
 	d := w.e.dispatcher(ev.Cluster)
-	if statusOnly {
+	// A status change is coalesced, but the first report on a copy just
+	// written is taken at once: the object's status write waits for it.
+	if statusOnly && !waits {
 		d.add(w.name, key, promptPriority, statusCoalesceDelay)
 		return
 	}
