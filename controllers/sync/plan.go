@@ -237,6 +237,19 @@ type statusView struct {
 	wait time.Duration
 }
 
+// holds reports whether plan, made at plan.created, is still within
+// statusHold at now, and if so keeps the soonest end of a hold in v.wait.
+func (v *statusView) holds(plan *clusterPlan, now time.Time) bool {
+	left := statusHold - now.Sub(plan.created)
+	if left <= 0 {
+		return false
+	}
+	if v.wait == 0 || left < v.wait {
+		v.wait = left
+	}
+	return true
+}
+
 // view collects the outcomes of the members of st as of now: all of them,
 // or those keep accepts when it is set.
 func (st *objectState) view(now time.Time, keep func(string) bool) statusView {
@@ -250,23 +263,15 @@ func (st *objectState) view(now time.Time, keep func(string) bool) statusView {
 				v.pending = true
 				continue
 			}
-			if e.result.unobserved && e.plan != nil {
-				// Written a moment ago: the member's controllers are
-				// about to report on it.
-				if left := statusHold - now.Sub(e.plan.created); left > 0 {
-					if v.wait == 0 || left < v.wait {
-						v.wait = left
-					}
-					continue
-				}
+			// A copy written a moment ago: the member's controllers are
+			// about to report on it.
+			if e.result.unobserved && e.plan != nil && v.holds(e.plan, now) {
+				continue
 			}
 			v.outcomes = append(v.outcomes, *e.result)
 			continue
 		}
-		if left := statusHold - now.Sub(e.plan.created); left > 0 {
-			if v.wait == 0 || left < v.wait {
-				v.wait = left
-			}
+		if v.holds(e.plan, now) {
 			continue
 		}
 		o := outcome{cluster: name, listed: true, status: Propagating,

@@ -68,7 +68,7 @@ type outcome struct {
 	// checked is the fingerprint of a copy found or written up to date.
 	checked string
 	// unobserved: the copy's status does not show yet that the member's
-	// controllers saw its latest spec (see observedBy). The status write
+	// controllers saw its latest spec (see typeWorker.observed). The status write
 	// waits for that, up to statusHold, rather than write the copy's
 	// status twice within a moment.
 	unobserved bool
@@ -866,8 +866,6 @@ func (w *typeWorker) remoteStatus(obj *unstructured.Unstructured) any {
 	return s
 }
 
-// countsOf reads the counts that the type's status aggregation sums from a
-// member copy.
 // observed reports whether a member copy's status shows that the member's
 // controllers saw its latest spec, when its status is reported at all
 // (collected or aggregated): status.observedGeneration at the copy's
@@ -884,6 +882,8 @@ func (w *typeWorker) observed(obj *unstructured.Unstructured) bool {
 	return len(status) > 0
 }
 
+// countsOf reads the counts that the type's status aggregation sums from a
+// member copy.
 func (w *typeWorker) countsOf(obj *unstructured.Unstructured) map[string]int64 {
 	if w.aggregation == nil || obj == nil {
 		return nil
