@@ -57,6 +57,10 @@ type Options struct {
 	// NotReadyClusterDeletionTimeout bounds how long a deletion waits for
 	// members that are not Ready.
 	NotReadyClusterDeletionTimeout time.Duration
+	// UnavailableDelay is KubeFed's controllerDuration.unavailableDelay:
+	// how long a member may be not Ready before the objects placed on it
+	// are planned again without it (see unreadySpell). Zero reacts at once.
+	UnavailableDelay time.Duration
 	// StatusCollection is the RawResourceStatusCollection feature gate.
 	StatusCollection bool
 	// ClusterTimeout bounds each write to a member; zero means DefaultClusterTimeout.
@@ -144,6 +148,15 @@ type Engine struct {
 	// bulkStatus holds a slot per status write of bulk work in flight to
 	// the host, across types: see bulkStatusWrites.
 	bulkStatus chan struct{}
+
+	// unreadyMu guards what the member fan-outs acted on: each member's
+	// readiness as its objects were last planned for it, the members
+	// whose next change re-plans everything, and the spells not Ready
+	// whose fan-out waits for the unavailable delay.
+	unreadyMu  gosync.Mutex
+	actedReady map[string]bool
+	fullFanOut map[string]bool
+	spells     map[string]*unreadySpell
 }
 
 type memberUID struct {
@@ -181,6 +194,9 @@ func NewEngine(ctx context.Context, o Options) (*Engine, error) {
 		clusterEvents: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: "member-changes"}),
 		memberUIDs:    map[string]memberUID{},
 		bulkStatus:    make(chan struct{}, bulkStatusWrites(o.Workers)),
+		actedReady:    map[string]bool{},
+		fullFanOut:    map[string]bool{},
+		spells:        map[string]*unreadySpell{},
 	}, nil
 }
 
@@ -207,6 +223,7 @@ func (e *Engine) Stop() {
 		e.removeReadiness()
 	}
 	e.cancel()
+	e.endSpells()
 	e.clusterEvents.ShutDown()
 	e.dispatchMu.Lock()
 	dispatchers := e.dispatchers
@@ -283,7 +300,7 @@ func (e *Engine) watchClusters() {
 	}()
 	// The tracker calls listeners with the lock its probes take held.
 	e.removeReadiness = e.opts.Readiness.AddListener(cluster.ReadinessListenerFunc(func(name string, _ bool) {
-		e.clusterEvents.Add(name)
+		e.clusterEvent(name, false)
 	}))
 	inf, err := e.opts.Cache.GetInformer(e.ctx, &corev1beta1.KubeFedCluster{})
 	if err != nil {
@@ -311,7 +328,7 @@ func (e *Engine) watchClusters() {
 		AddFunc: func(obj any) {
 			bump()
 			if n := name(obj); n != "" {
-				e.clusterEvents.Add(n)
+				e.clusterEvent(n, true)
 			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {
@@ -325,17 +342,18 @@ func (e *Engine) watchClusters() {
 			// change between Push and Pull moves who writes to it. The cache the
 			// reconciles read readiness from is this informer's, so this
 			// event, not the tracker's, is when they can see the change.
-			if labels.Equals(o.Labels, n.Labels) && n.DeletionTimestamp.Equal(o.DeletionTimestamp) && o.IsReady() == n.IsReady() && o.Spec.Mode == n.Spec.Mode {
+			sameSpec := labels.Equals(o.Labels, n.Labels) && n.DeletionTimestamp.Equal(o.DeletionTimestamp) && o.Spec.Mode == n.Spec.Mode
+			if sameSpec && o.IsReady() == n.IsReady() {
 				return
 			}
-			e.clusterEvents.Add(n.Name)
+			e.clusterEvent(n.Name, !sameSpec)
 		},
 		DeleteFunc: func(obj any) {
 			bump()
 			if n := name(obj); n != "" {
 				e.opts.Members.Remove(n)
 				e.removeDispatcher(n)
-				e.clusterEvents.Add(n)
+				e.clusterEvent(n, true)
 			}
 		},
 	})
@@ -345,11 +363,22 @@ func (e *Engine) watchClusters() {
 }
 
 // clusterChanged enqueues, in every type, the objects placed on the
-// member or reporting it in their status.
+// member or reporting it in their status, or of a member not Ready for
+// less than the unavailable delay, none of them, or of one back within it,
+// only those planned while it was not (fanOutScope).
 func (e *Engine) clusterChanged(name string) {
 	set := e.clusterSet()
-	for _, w := range e.allWorkers() {
-		w.enqueueForCluster(name, set)
+	keys, full := e.fanOutScope(name, set, time.Now())
+	if full {
+		for _, w := range e.allWorkers() {
+			w.enqueueForCluster(name, set)
+		}
+		return
+	}
+	for k := range keys {
+		if w := e.worker(k.typeConfig); w != nil {
+			enqueue(w.queue, k.key, bulkPriority, 0)
+		}
 	}
 }
 
@@ -459,7 +488,7 @@ func (e *Engine) serves(cluster string) bool {
 // learning of a member that moved between Push and Pull.
 func (e *Engine) ClusterChanged(name string) {
 	if e.ctx.Err() == nil {
-		e.clusterEvents.Add(name)
+		e.clusterEvent(name, true)
 	}
 }
 
@@ -510,7 +539,7 @@ func (e *Engine) reports(cluster string, joined bool) bool {
 // its caches start and every object placed on it is planned again.
 func (e *Engine) Acquired(cluster string) {
 	e.opts.Members.Own(cluster)
-	e.clusterEvents.Add(cluster)
+	e.clusterEvent(cluster, true)
 }
 
 // Releasing stops serving a member: its dispatcher's writes end before it
@@ -522,7 +551,7 @@ func (e *Engine) Releasing(cluster string) {
 	}
 	e.opts.Members.Disown(cluster)
 	if e.ctx.Err() == nil {
-		e.clusterEvents.Add(cluster)
+		e.clusterEvent(cluster, true)
 	}
 }
 

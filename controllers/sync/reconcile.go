@@ -226,11 +226,13 @@ func (w *typeWorker) plan(key string, fed *unstructured.Unstructured, priority i
 				}
 				st.standIn[name] = true
 				local(outcome{cluster: name, listed: true, status: typesv1beta1.ClusterNotReady})
+				w.e.plannedUnready(name, w.name, key)
 			}
 			continue
 		}
 		if c, _ := set.Get(name); !c.Ready {
 			local(outcome{cluster: name, listed: true, status: typesv1beta1.ClusterNotReady})
+			w.e.plannedUnready(name, w.name, key)
 			continue
 		}
 		err := opsErr
@@ -249,12 +251,14 @@ func (w *typeWorker) plan(key string, fed *unstructured.Unstructured, priority i
 		if placed[c] || !st.covers(c) {
 			continue
 		}
-		if cl, _ := set.Get(c); !cl.Ready {
+		if w.cached(c, namespace, name) == nil {
 			continue
 		}
-		if w.cached(c, namespace, name) != nil {
-			planned(c, &clusterPlan{action: actionRemove})
+		if cl, _ := set.Get(c); !cl.Ready {
+			w.e.plannedUnready(c, w.name, key)
+			continue
 		}
+		planned(c, &clusterPlan{action: actionRemove})
 	}
 	w.publish(key, st, priority)
 	return 0
@@ -292,7 +296,8 @@ func (w *typeWorker) cached(cluster, namespace, name string) *unstructured.Unstr
 
 // memberCache returns whether the member's cache of the target type can be
 // trusted; otherwise the outcome to report (pending while it may still
-// sync, CachedRetrievalFailed after the grace period).
+// sync, ClusterNotReady while the member is not Ready, CachedRetrievalFailed
+// after the grace period).
 func (w *typeWorker) memberCache(cluster string) (bool, outcome) {
 	if !w.e.opts.Members.Ensure(cluster) {
 		return false, outcome{cluster: cluster, listed: true, status: typesv1beta1.ClientRetrievalFailed,
@@ -304,6 +309,13 @@ func (w *typeWorker) memberCache(cluster string) (bool, outcome) {
 	if lister != nil && synced {
 		delete(w.unsynced, cluster)
 		return true, outcome{}
+	}
+	if c, _ := w.e.clusterSet().Get(cluster); !c.Ready {
+		// Unreachable, most likely, which is why the cache waits: said
+		// at once rather than holding the object's status, as the
+		// object is not planned again for the member until the
+		// unavailable delay has passed.
+		return false, outcome{cluster: cluster, listed: true, status: typesv1beta1.ClusterNotReady, requeue: pendingCacheRequeue}
 	}
 	since, ok := w.unsynced[cluster]
 	if !ok {
@@ -704,6 +716,7 @@ func (w *typeWorker) planDeletion(key string, fed *unstructured.Unstructured, pr
 				// Never placed there, as far as anyone knows.
 				continue
 			}
+			w.e.plannedUnready(c, w.name, key)
 			if now.Before(deadline) {
 				st.clusters[c] = &clusterEntry{result: &outcome{cluster: c, listed: true, status: typesv1beta1.ClusterNotReady,
 					message: "waiting for the cluster to delete the copy"}}
@@ -789,6 +802,13 @@ func (w *typeWorker) planRelease(key string, priority int) {
 		}
 		st.clusters[c] = &clusterEntry{plan: &clusterPlan{action: actionRelease, created: now, identity: planIdentity(actionRelease, nil),
 			namespace: namespace, name: name}}
+	}
+	// A copy in a member not ready is released once it is back.
+	set := w.e.clusterSet()
+	for _, c := range set.Names() {
+		if cl, _ := set.Get(c); !cl.Ready && w.e.serves(c) && w.cached(c, namespace, name) != nil {
+			w.e.plannedUnready(c, w.name, key)
+		}
 	}
 	if len(st.clusters) == 0 {
 		w.dropState(key)

@@ -418,6 +418,7 @@ func engineOptions(cfg *rest.Config, mgr manager.Manager, namespace string, s *k
 		Workers:                        s.SyncWorkers,
 		AdoptResources:                 s.AdoptResources,
 		NotReadyClusterDeletionTimeout: s.NotReadyClusterDeletionTimeout,
+		UnavailableDelay:               s.UnavailableDelay,
 		StatusCollection:               s.FeatureGates[corev1beta1.RawResourceStatusCollection],
 		Registry:                       registry,
 		Readiness:                      readiness,

@@ -163,12 +163,14 @@ func gone(ctx context.Context, c client.Client, obj client.Object, k client.Obje
 }
 
 // fastProbeConfig is the KubeFedConfig the e2e specs run with: members
-// probed every probePeriod, so that health changes show within seconds.
+// probed every probePeriod, so that health changes show within seconds,
+// and objects planned again without a member NotReady for two of them.
 func fastProbeConfig() *corev1beta1.KubeFedConfig {
 	return &corev1beta1.KubeFedConfig{
 		ObjectMeta: metav1.ObjectMeta{Name: corev1beta1.KubeFedConfigName, Namespace: kubefedNS},
 		Spec: corev1beta1.KubeFedConfigSpec{
-			Scope: corev1beta1.ClusterScoped,
+			Scope:              corev1beta1.ClusterScoped,
+			ControllerDuration: &corev1beta1.DurationConfig{UnavailableDelay: &metav1.Duration{Duration: 2 * probePeriod}},
 			ClusterHealthCheck: &corev1beta1.ClusterHealthCheckConfig{
 				Period:           &metav1.Duration{Duration: probePeriod},
 				Timeout:          &metav1.Duration{Duration: time.Second},

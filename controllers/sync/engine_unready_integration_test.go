@@ -1,0 +1,140 @@
+//go:build integration
+
+package sync_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
+)
+
+// TestEngineUnavailableDelay checks KubeFed's controllerDuration.
+// unavailableDelay on real clusters: a member whose apiserver hangs for
+// less than the delay has none of its objects planned or written again,
+// while an object created meanwhile says ClusterNotReady at once and
+// reaches the member when it is back; a member gone past the delay has
+// every object say so, and all converge when it returns.
+func TestEngineUnavailableDelay(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	const delay = 30 * time.Second
+	fw := setUpHost(t, ctx)
+	host := fw.Host.Client
+	cfg := &corev1beta1.KubeFedConfig{}
+	if err := host.Get(ctx, client.ObjectKey{Namespace: corev1beta1.DefaultKubeFedNamespace, Name: corev1beta1.KubeFedConfigName}, cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Spec.ControllerDuration = &corev1beta1.DurationConfig{UnavailableDelay: &metav1.Duration{Duration: delay}}
+	if err := host.Update(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	runControllerManager(t, ctx, fw)
+	member1, member2 := fw.Members[0], fw.Members[1]
+	both := joinMembers(t, ctx, fw)
+	allTrue := "True| " + strings.Join(both, " ")
+
+	const n = 10
+	name := func(i int) string { return "cm-" + strconv.Itoa(i) }
+	for i := range n {
+		create(t, ctx, host, fedObject("ConfigMap", testNS, name(i), map[string]any{"data": map[string]any{"i": strconv.Itoa(i)}}, both))
+	}
+	waitFor(t, ctx, "the objects propagated", time.Minute, func() bool {
+		for i := range n {
+			if state(ctx, host, "ConfigMap", name(i)) != allTrue {
+				return false
+			}
+		}
+		return true
+	})
+	versions := func() []string {
+		out := make([]string, n)
+		for i := range n {
+			u := fedObject("ConfigMap", testNS, name(i), nil, nil)
+			if err := host.Get(ctx, client.ObjectKeyFromObject(u), u); err != nil {
+				t.Fatal(err)
+			}
+			out[i] = u.GetResourceVersion()
+		}
+		return out
+	}
+	before := versions()
+
+	pause := func() (notReady time.Time) {
+		t.Helper()
+		if err := member2.Local.PauseAPIServer(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, member2.Name+" not Ready", time.Minute, func() bool { return !clusterReady(ctx, host, member2.Name) })
+		return time.Now()
+	}
+	resume := func() {
+		t.Helper()
+		if err := member2.Local.ResumeAPIServer(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, member2.Name+" Ready", time.Minute, func() bool { return clusterReady(ctx, host, member2.Name) })
+	}
+	resumed := true
+	t.Cleanup(func() {
+		if !resumed {
+			_ = member2.Local.ResumeAPIServer()
+		}
+	})
+
+	// A hang shorter than the delay.
+	resumed = false
+	notReady := pause()
+	create(t, ctx, host, fedObject("ConfigMap", testNS, "during", map[string]any{"data": map[string]any{"k": "v"}}, both))
+	waitFor(t, ctx, "the object created meanwhile says ClusterNotReady", 20*time.Second, func() bool {
+		return state(ctx, host, "ConfigMap", "during") == "False/CheckClusters| "+member1.Name+" "+member2.Name+"=ClusterNotReady"
+	})
+	// Plans and status writes went on meanwhile (the object above); the
+	// earlier objects were not written.
+	if got := versions(); strings.Join(got, ",") != strings.Join(before, ",") {
+		t.Fatalf("objects written while %s was not Ready for less than the delay: %v -> %v", member2.Name, before, got)
+	}
+	if waited := time.Since(notReady); waited >= delay {
+		t.Fatalf("checked %s after %s was not Ready, past the %s delay: the check proves nothing", waited, member2.Name, delay)
+	}
+	resume()
+	resumed = true
+	waitFor(t, ctx, "the object created meanwhile in "+member2.Name, time.Minute, func() bool {
+		return state(ctx, host, "ConfigMap", "during") == allTrue
+	})
+	if got := versions(); strings.Join(got, ",") != strings.Join(before, ",") {
+		t.Fatalf("objects written after %s came back within the delay: %v -> %v", member2.Name, before, got)
+	}
+
+	// A hang past the delay.
+	resumed = false
+	pause()
+	want := "False/CheckClusters| " + member1.Name + " " + member2.Name + "=ClusterNotReady"
+	waitFor(t, ctx, "every object says ClusterNotReady past the delay", delay+time.Minute, func() bool {
+		for i := range n {
+			if state(ctx, host, "ConfigMap", name(i)) != want {
+				return false
+			}
+		}
+		return true
+	})
+	resume()
+	resumed = true
+	waitFor(t, ctx, "every object propagated again", 2*time.Minute, func() bool {
+		for i := range n {
+			if state(ctx, host, "ConfigMap", name(i)) != allTrue {
+				return false
+			}
+		}
+		return state(ctx, host, "ConfigMap", "during") == allTrue
+	})
+	if got := copies(t, ctx, member2); got != n {
+		t.Fatalf("%s has %d copies, want %d", member2.Name, got, n)
+	}
+}
