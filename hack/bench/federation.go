@@ -183,10 +183,15 @@ func (e *env) kubefedConfig() *corev1beta1.KubeFedConfig {
 	if !e.o.statusCollection {
 		gate = corev1beta1.Disabled
 	}
+	var durations *corev1beta1.DurationConfig
+	if e.o.unavailableDelay > 0 {
+		durations = &corev1beta1.DurationConfig{UnavailableDelay: &metav1.Duration{Duration: e.o.unavailableDelay}}
+	}
 	return &corev1beta1.KubeFedConfig{
 		ObjectMeta: metav1.ObjectMeta{Name: corev1beta1.KubeFedConfigName, Namespace: kubefedNS},
 		Spec: corev1beta1.KubeFedConfigSpec{
-			Scope: corev1beta1.ClusterScoped,
+			ControllerDuration: durations,
+			Scope:              corev1beta1.ClusterScoped,
 			// Probes that outlast the isolation scenario's slow member, so
 			// that it stays Ready while slow.
 			ClusterHealthCheck: &corev1beta1.ClusterHealthCheckConfig{Timeout: &metav1.Duration{Duration: 10 * time.Second}},

@@ -33,7 +33,9 @@
 //	                once while the last member turns NotReady and Ready again:
 //	                p99 to the others as a ratio to the wave without the flip;
 //	                -flip-mode pause flips it with SIGSTOP/SIGCONT instead of
-//	                a restart of its kube-apiserver
+//	                a restart of its kube-apiserver; a flip shorter than
+//	                -unavailable-delay (default 60s) re-plans none of the
+//	                member's objects, a longer one all of them, twice
 //	scale-out       a wave of -scale-n objects with the controller-manager, then,
 //	                deleted and replaced by 3 replicas with --scale-out, the same
 //	                wave again, and one during which a replica is killed: peak RSS
@@ -83,6 +85,7 @@ type options struct {
 	flipN            int
 	flipMode         string
 	flipPairs        int
+	unavailableDelay time.Duration
 }
 
 // scenarioFlags are the names -scenarios accepts, in the order they run.
@@ -103,6 +106,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.flipN, "flip-n", 10000, "federated objects on the member that flips NotReady and Ready")
 	fs.StringVar(&o.flipMode, "flip-mode", flipRestart, "how the flip scenario makes the member NotReady: restart (stop and start its kube-apiserver) or pause (SIGSTOP, then SIGCONT)")
 	fs.IntVar(&o.flipPairs, "flip-pairs", 3, "waves without and with the flip, alternated; the ratio is of their median p99s (one pair's p99 moves with whatever else the machine does)")
+	fs.DurationVar(&o.unavailableDelay, "unavailable-delay", 0, "KubeFedConfig controllerDuration.unavailableDelay: how long a member may be NotReady before its objects are planned again without it; 0 for the default (60s), which a flip shorter than it never reaches")
 	fs.IntVar(&o.scaleN, "scale-n", 300, "FederatedDeployments, and as many FederatedConfigMaps, per scale-out wave")
 	fs.IntVar(&o.syncWorkers, "sync-workers", 16, "KubeFedConfig syncController.maxConcurrentReconciles")
 	fs.BoolVar(&o.statusCollection, "status-collection", true, "KubeFedConfig feature gate RawResourceStatusCollection")
