@@ -84,6 +84,12 @@ type Options struct {
 	// cluster alone): the finalizer of federated objects is the control
 	// plane's, never added or removed here.
 	Agent bool
+	// StatusManager is the field manager under which a replica with a
+	// Shard applies its members' status entries server-side, where the
+	// type's CRD keys status.clusters by name and no member is in Pull
+	// mode; empty, or otherwise, they are written as a merge patch guarded
+	// by the object's resourceVersion.
+	StatusManager string
 	// Log receives the engine's logs.
 	Log logr.Logger
 }

@@ -4,13 +4,16 @@ package sync_test
 
 import (
 	"context"
+	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
 	"github.com/kubefed-io/kubefed/pkg/controllermanager"
@@ -68,6 +71,23 @@ func TestEngineScaleOut(t *testing.T) {
 	// Each replica writes only its member's entry: both entries present
 	// means neither write lost the other's.
 	allPropagated("every object's status listing both replicas' members", 0, n)
+	// Each replica applied its member's entry server-side under its own
+	// field manager, and no status write was refused for another's.
+	for i := range n {
+		u := fedObject("ConfigMap", testNS, "cm-"+strconv.Itoa(i), nil, nil)
+		if err := host.Get(ctx, client.ObjectKeyFromObject(u), u); err != nil {
+			t.Fatal(err)
+		}
+		for _, member := range names {
+			if got := statusManagerOf(u, member); got != "kubefed-status/"+assigned[member] {
+				t.Fatalf("%s: the entry of %s is applied by %q, want its replica %s's field manager (managedFields %v)",
+					u.GetName(), member, got, assigned[member], u.GetManagedFields())
+			}
+		}
+	}
+	if c := counterValue(t, "kubefed_status_write_conflicts_total"); c != 0 {
+		t.Fatalf("%v status writes refused with a conflict, want none", c)
+	}
 	for _, m := range fw.Members {
 		if got := copies(t, ctx, m); got != n {
 			t.Fatalf("%s has %d copies, want %d", m.Name, got, n)
@@ -122,4 +142,44 @@ func TestEngineScaleOut(t *testing.T) {
 		}
 	}
 	waitAllGone(t, ctx, fw)
+}
+
+// statusManagerOf is the field manager that applied the status entry of
+// member in u, or "" when none did.
+func statusManagerOf(u *unstructured.Unstructured, member string) string {
+	key := `k:{"name":"` + member + `"}`
+	for _, m := range u.GetManagedFields() {
+		if m.Operation != metav1.ManagedFieldsOperationApply || m.Subresource != "status" || m.FieldsV1 == nil {
+			continue
+		}
+		var fields map[string]map[string]map[string]any
+		if err := json.Unmarshal(m.FieldsV1.Raw, &fields); err != nil {
+			continue
+		}
+		if _, ok := fields["f:status"]["f:clusters"][key]; ok {
+			return m.Manager
+		}
+	}
+	return ""
+}
+
+// counterValue reads a counter of the controller-runtime metrics registry,
+// which both replicas of this process count into.
+func counterValue(t *testing.T, name string) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name {
+			var sum float64
+			for _, m := range f.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+			return sum
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
 }

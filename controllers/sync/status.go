@@ -489,7 +489,9 @@ func (w *typeWorker) statusSeen(fed *unstructured.Unstructured) {
 // the others' members are kept as the host cache shows them and the write
 // is guarded by the object's resourceVersion, so that concurrent writes of
 // two replicas conflict instead of one losing the other's entries; the
-// loser tries again once its cache caught up.
+// loser tries again once its cache caught up. Where the type's CRD keys
+// the entries by name and no member is in Pull mode, a replica applies its
+// part server-side instead, which needs no guard (see apply.go).
 //
 // A bulk write first takes one of the engine's bulkStatus slots.
 func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructured.Unstructured, outcomes []outcome, reason, message string, keep func(string) bool, bulk bool) (time.Duration, error) {
@@ -509,7 +511,7 @@ func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructu
 		outcomes = append(slices.Clone(outcomes), othersOutcomes(old, keep)...)
 	}
 	status := buildStatus(old, fed.GetGeneration(), outcomes, reason, message, time.Now(), w.aggregation)
-	if sameJSON(old, status) {
+	if sameStatus(old, status) {
 		return 0, nil
 	}
 	if reason != "" && (fedstatus.PropagationCondition(old) == nil || fedstatus.PropagationCondition(old)["reason"] != reason) {
@@ -520,6 +522,36 @@ func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructu
 		now, _ := json.Marshal(status)
 		log.Info("writing status", "federatedObject", key, "old", string(was), "new", string(now))
 	}
+	if bulk {
+		select {
+		case w.e.bulkStatus <- struct{}{}:
+			defer func() { <-w.e.bulkStatus }()
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+	// Agents write their entries with guarded merge patches, which own
+	// only what they change: an apply dropping an entry one took over
+	// would remove it. So entries are applied only without Pull members.
+	if keep != nil && w.applyStatus && !w.e.anyPulled() {
+		updated, done, err := w.applyOwnStatus(ctx, fed, status, keep)
+		if err != nil {
+			if isGone(err) {
+				return 0, nil
+			}
+			return 0, fmt.Errorf("apply status: %w", err)
+		}
+		if done {
+			w.statusMu.Lock()
+			w.statusWritten[key] = statusRecord{status: status, before: fed.GetResourceVersion(), after: updated.GetResourceVersion()}
+			w.statusMu.Unlock()
+			return 0, nil
+		}
+		// Another field manager's field is in our part: write it the
+		// guarded way, from the object the apply made.
+		fed = updated
+		old, _ = fed.Object["status"].(map[string]any)
+	}
 	patch := mergePatch(old, status)
 	meta := map[string]any{"uid": string(fed.GetUID())}
 	if keep != nil {
@@ -528,14 +560,6 @@ func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructu
 	body, err := json.Marshal(map[string]any{"metadata": meta, "status": patch})
 	if err != nil {
 		return 0, err
-	}
-	if bulk {
-		select {
-		case w.e.bulkStatus <- struct{}{}:
-			defer func() { <-w.e.bulkStatus }()
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		}
 	}
 	updated, err := w.hostResource(fed.GetNamespace()).Patch(ctx, fed.GetName(), types.MergePatchType, body, metav1.PatchOptions{}, "status")
 	statusWrites.Inc()

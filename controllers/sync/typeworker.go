@@ -86,6 +86,10 @@ type typeWorker struct {
 	log    logr.Logger
 
 	collectStatus bool
+	// applyStatus: the type's CRD keys status.clusters by name, so the
+	// entries of members this engine serves, where others write entries
+	// too, are applied server-side (see writeStatus).
+	applyStatus bool
 	// aggregation sums counts of the copies into the status; nil when the
 	// type has none.
 	aggregation *federatedtype.Aggregation
@@ -174,6 +178,9 @@ func newTypeWorker(e *Engine, ftc *corev1beta1.FederatedTypeConfig) (*typeWorker
 		changed:       map[string]changeSeen{},
 		states:        map[string]*objectState{},
 		statusWritten: map[string]statusRecord{},
+	}
+	if e.opts.StatusManager != "" && e.opts.Shard != nil && !e.opts.Agent {
+		w.applyStatus = e.statusClustersKeyed(w.fedGVR)
 	}
 	// The informer and queue exist before the worker is published, so
 	// that other types' workers may read them without synchronization.

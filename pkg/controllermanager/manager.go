@@ -340,6 +340,7 @@ func setupControllers(ctx context.Context, cfg *rest.Config, mgr manager.Manager
 	}
 	engineOpts := engineOptions(cfg, mgr, o.KubeFedNamespace, s, shared.registry, shared.readiness, shared.members)
 	engineOpts.Shard, engineOpts.Pulled = engineShard(shard), pulled
+	engineOpts.StatusManager = statusManager("kubefed", o.ReplicaID)
 	engine, err := syncctl.NewEngine(ctx, engineOpts)
 	if err != nil {
 		return fmt.Errorf("set up the propagation engine: %w", err)
@@ -439,6 +440,20 @@ func withProbes(mgr manager.Manager, err error) (manager.Manager, error) {
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// statusManager is the field manager of a writer of status entries: the
+// control plane or a replica of it (by its ID), within the 128 characters
+// a manager's name may have.
+func statusManager(writer, id string) string {
+	name := writer + "-status"
+	if id != "" {
+		name += "/" + id
+	}
+	if len(name) > 128 {
+		name = name[:128]
+	}
+	return name
 }
 
 // engineShard is shard as the engine's option: nil, not a nil pointer in

@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,7 +14,7 @@ import (
 )
 
 // PropagationState renders a federated object's Propagation condition and
-// per-cluster statuses, e.g. "True| member1 member2=ClusterNotReady", or
+// per-cluster statuses by cluster name, e.g. "True| member1 member2=ClusterNotReady", or
 // "absent" for nil.
 func PropagationState(u *unstructured.Unstructured) string {
 	if u == nil {
@@ -32,6 +33,13 @@ func PropagationState(u *unstructured.Unstructured) string {
 	}
 	b.WriteString("|")
 	clusters, _, _ := unstructured.NestedSlice(u.Object, "status", "clusters")
+	// By name: entries applied by several replicas are in the order the
+	// server merged them.
+	slices.SortStableFunc(clusters, func(a, b any) int {
+		x, _ := a.(map[string]any)
+		y, _ := b.(map[string]any)
+		return strings.Compare(fmt.Sprint(x["name"]), fmt.Sprint(y["name"]))
+	})
 	for _, c := range clusters {
 		m, _ := c.(map[string]any)
 		fmt.Fprintf(&b, " %v", m["name"])

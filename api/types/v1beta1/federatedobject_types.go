@@ -193,8 +193,10 @@ type FederatedObjectStatus struct {
 	// Conditions holds the Propagation condition.
 	// +optional
 	Conditions []GenericCondition `json:"conditions,omitempty"`
-	// Clusters lists the outcome in each placed cluster.
+	// Clusters lists the outcome in each placed cluster, one entry per name.
 	// +optional
+	// +listType=map
+	// +listMapKey=name
 	Clusters []ClusterStatus `json:"clusters,omitempty"`
 	// Ready is <ready>/<desired> summed over the clusters, such as 8/10:
 	// the READY column. Only for types whose status is aggregated.
