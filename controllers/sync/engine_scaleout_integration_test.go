@@ -65,6 +65,10 @@ func TestEngineScaleOut(t *testing.T) {
 			return true
 		})
 	}
+	// Before the fences settled a replica may have served both members
+	// for a moment, and the one taking a member over then drops the
+	// other's fields of its entry with a guarded write, which may conflict.
+	conflictsBefore := counterValue(t, "kubefed_status_write_conflicts_total")
 	for i := range n {
 		create(t, ctx, host, fedObject("ConfigMap", testNS, "cm-"+strconv.Itoa(i), map[string]any{"data": map[string]any{"i": strconv.Itoa(i)}}, both))
 	}
@@ -85,8 +89,8 @@ func TestEngineScaleOut(t *testing.T) {
 			}
 		}
 	}
-	if c := counterValue(t, "kubefed_status_write_conflicts_total"); c != 0 {
-		t.Fatalf("%v status writes refused with a conflict, want none", c)
+	if c := counterValue(t, "kubefed_status_write_conflicts_total") - conflictsBefore; c != 0 {
+		t.Fatalf("%v status writes of the wave refused with a conflict, want none", c)
 	}
 	for _, m := range fw.Members {
 		if got := copies(t, ctx, m); got != n {

@@ -40,8 +40,11 @@ const (
 	defaultCacheSyncGrace                = 30 * time.Second
 	waitForRemovalRequeue                = 2 * time.Second
 	pendingCacheRequeue                  = 500 * time.Millisecond
-	orphanAnnotationTrue                 = "true"
-	namespaceNotFederatedMessageFmt      = "the namespace %q has no FederatedNamespace %s/%s, so nothing is placed"
+	// unsyncedRequeue is how soon a member's work looks again at a cache
+	// that cannot sync: past the grace, or of a member not Ready.
+	unsyncedRequeue                 = 5 * time.Second
+	orphanAnnotationTrue            = "true"
+	namespaceNotFederatedMessageFmt = "the namespace %q has no FederatedNamespace %s/%s, so nothing is placed"
 	// reasonPending is no reason to report: placement cannot be known yet.
 	reasonPending                = "pending"
 	deletionLeftBehindMessageFmt = "gave up waiting %s for not-ready cluster(s) %s; their copies are left in place and lose the managed label when the cluster returns"
@@ -314,8 +317,9 @@ func (w *typeWorker) memberCache(cluster string) (bool, outcome) {
 		// Unreachable, most likely, which is why the cache waits: said
 		// at once rather than holding the object's status, as the
 		// object is not planned again for the member until the
-		// unavailable delay has passed.
-		return false, outcome{cluster: cluster, listed: true, status: typesv1beta1.ClusterNotReady, requeue: pendingCacheRequeue}
+		// unavailable delay has passed. Looked at again as a cache
+		// that failed to sync is: every object of the member waits so.
+		return false, outcome{cluster: cluster, listed: true, status: typesv1beta1.ClusterNotReady, requeue: unsyncedRequeue}
 	}
 	since, ok := w.unsynced[cluster]
 	if !ok {
@@ -327,7 +331,7 @@ func (w *typeWorker) memberCache(cluster string) (bool, outcome) {
 	}
 	return false, outcome{cluster: cluster, listed: true, status: typesv1beta1.CachedRetrievalFailed,
 		message: fmt.Sprintf("the cache of %s in the cluster has not synced for %s; does the cluster serve the type?", w.gvr.Resource, defaultCacheSyncGrace),
-		requeue: 5 * time.Second}
+		requeue: unsyncedRequeue}
 }
 
 func (w *typeWorker) memberResource(cluster, namespace string) (dynamic.ResourceInterface, error) {
