@@ -507,10 +507,16 @@ func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructu
 		// The cache does not show our last write yet.
 		old = rec.status
 	}
-	if keep != nil && reason == "" {
-		outcomes = append(slices.Clone(outcomes), othersOutcomes(old, keep)...)
+	// The status our members' outcomes make of old, whose other entries
+	// are kept.
+	statusOf := func(old map[string]any) map[string]any {
+		all := outcomes
+		if keep != nil && reason == "" {
+			all = append(slices.Clone(outcomes), othersOutcomes(old, keep)...)
+		}
+		return buildStatus(old, fed.GetGeneration(), all, reason, message, time.Now(), w.aggregation)
 	}
-	status := buildStatus(old, fed.GetGeneration(), outcomes, reason, message, time.Now(), w.aggregation)
+	status := statusOf(old)
 	if sameStatus(old, status) {
 		return 0, nil
 	}
@@ -541,16 +547,22 @@ func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructu
 			}
 			return 0, fmt.Errorf("apply status: %w", err)
 		}
+		got, _ := updated.Object["status"].(map[string]any)
+		w.statusMu.Lock()
+		w.statusWritten[key] = statusRecord{status: got, before: fed.GetResourceVersion(), after: updated.GetResourceVersion()}
+		w.statusMu.Unlock()
 		if done {
-			w.statusMu.Lock()
-			w.statusWritten[key] = statusRecord{status: status, before: fed.GetResourceVersion(), after: updated.GetResourceVersion()}
-			w.statusMu.Unlock()
 			return 0, nil
 		}
 		// Another field manager's field is in our part: write it the
-		// guarded way, from the object the apply made.
+		// guarded way, from the object the apply made, with the other
+		// entries it shows (they may be newer than our cache's).
 		fed = updated
 		old, _ = fed.Object["status"].(map[string]any)
+		status = statusOf(old)
+		if sameStatus(old, status) {
+			return 0, nil
+		}
 	}
 	patch := mergePatch(old, status)
 	meta := map[string]any{"uid": string(fed.GetUID())}
