@@ -16,11 +16,11 @@ import (
 )
 
 // Where several writers share an object's status (the replicas of a
-// scaled-out control plane), each applies the entries of
-// its own members server-side under a field manager of its own: entries are
-// keyed by name in the CRD, so two writers' entries merge on the server and
-// no write needs the object's resourceVersion, and none is refused with a
-// 409 because another writer's landed first. The Propagation condition and
+// scaled-out control plane), each applies the entries of its own members
+// server-side under a field manager of its own: entries are keyed by name
+// in the CRD, so two writers' entries merge on the server, no write needs
+// the object's resourceVersion, and none is refused with a 409 because
+// another writer's landed first. The Propagation condition and
 // the sums of an aggregated type, which add up every member, are applied by
 // every writer (forced: the last one's stands); each writer also looks again
 // whenever another's write changes the status, and writes when what it
