@@ -3,6 +3,7 @@ package sync
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -66,12 +67,8 @@ func keyedByName(crd map[string]any, version string) bool {
 // ownPart is what of status a writer applies: every field but the entries
 // of the members keep does not accept.
 func ownPart(status map[string]any, keep func(string) bool) map[string]any {
-	out := make(map[string]any, len(status))
-	for k, v := range status {
-		if k != "clusters" {
-			out[k] = v
-		}
-	}
+	out := maps.Clone(status)
+	delete(out, "clusters")
 	entries, _ := status["clusters"].([]any)
 	var own []any
 	for _, e := range entries {
@@ -101,10 +98,7 @@ func sortedEntries(status map[string]any) map[string]any {
 	if !ok || slices.IsSortedFunc(entries, compareEntries) {
 		return status
 	}
-	out := make(map[string]any, len(status))
-	for k, v := range status {
-		out[k] = v
-	}
+	out := maps.Clone(status)
 	out["clusters"] = slices.SortedStableFunc(slices.Values(entries), compareEntries)
 	return out
 }

@@ -583,7 +583,7 @@ func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructu
 			w.statusMu.Unlock()
 			return cacheBehindRequeue, nil
 		}
-		if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) || apierrors.IsConflict(err) {
+		if isGone(err) || apierrors.IsConflict(err) {
 			// Deleted, or replaced by an object of the same name.
 			return 0, nil
 		}
