@@ -28,6 +28,9 @@ kubectl --context host get crd -o name | grep kubefed.io
 step "Enabling the default federated types"
 kubectl --context host create namespace "$ns" --dry-run=client -o yaml | kubectl --context host apply -f - >/dev/null
 kubectl --context host apply --server-side -f config/default-types >/dev/null
+# The admission policies the chart installs (KubeFedConfig defaulting, the
+# sync controller's finalizer at creation): no webhook, the API server runs them.
+kubectl --context host apply --server-side -f config/admission >/dev/null
 kubectl --context host -n "$ns" get federatedtypeconfigs
 
 step "Starting the controller-manager (log: $dir/controller-manager.log)"

@@ -17,6 +17,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
@@ -496,53 +497,102 @@ func TestChartCRDs(t *testing.T) {
 	}
 }
 
-// TestKubeFedConfigDefaultingPolicy checks that the chart installs
-// config/admission's policy as it is (test/compat proves what it does),
-// renamed and bound to the release namespace for a Namespaced control
-// plane, and nothing when it is disabled or the host does not serve the API.
-func TestKubeFedConfigDefaultingPolicy(t *testing.T) {
+// TestAdmissionPolicies checks that the chart installs config/admission's
+// policies as they are (test/compat proves what they do): renamed and bound
+// to the release namespace for a Namespaced control plane, the sync
+// finalizer's reading its params from the release namespace and looking at
+// the extra federated groups too; and nothing when one is disabled or the
+// host does not serve the API.
+func TestAdmissionPolicies(t *testing.T) {
 	h := newHelm(t)
-	data, err := os.ReadFile(filepath.Join(repoRoot, "config", "admission", "kubefedconfig-defaults.yaml"))
-	if err != nil {
-		t.Fatal(err)
+	read := func(file string) (policy, binding map[string]any) {
+		t.Helper()
+		data, err := os.ReadFile(filepath.Join(repoRoot, "config", "admission", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs := strings.Split(string(data), "\n---\n")
+		if err := yaml.Unmarshal([]byte(docs[0]), &policy); err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.Unmarshal([]byte(docs[1]), &binding); err != nil {
+			t.Fatal(err)
+		}
+		return policy, binding
 	}
-	docs := strings.Split(string(data), "\n---\n")
-	var policy, binding map[string]any
-	if err := yaml.Unmarshal([]byte(docs[0]), &policy); err != nil {
-		t.Fatal(err)
+	named := func(objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+		t.Helper()
+		for _, o := range find(objs, kind) {
+			if o.GetName() == name {
+				return o
+			}
+		}
+		t.Fatalf("no %s %s rendered", kind, name)
+		return nil
 	}
-	if err := yaml.Unmarshal([]byte(docs[1]), &binding); err != nil {
-		t.Fatal(err)
-	}
+	defaultsPolicy, _ := read("kubefedconfig-defaults.yaml")
+	finalizerPolicy, finalizerBinding := read("sync-finalizer.yaml")
 	served := []string{"--api-versions", "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy"}
 	for _, scope := range scopes {
 		t.Run(string(scope), func(t *testing.T) {
-			objs := h.template(t, renderNamespace, served, "global.scope="+string(scope))
-			gotPolicy, gotBinding := only(t, objs, "MutatingAdmissionPolicy"), only(t, objs, "MutatingAdmissionPolicyBinding")
-			if !reflect.DeepEqual(gotPolicy.Object["spec"], policy["spec"]) {
-				t.Errorf("the chart's policy spec\n%v\ndiffers from config/admission's\n%v", gotPolicy.Object["spec"], policy["spec"])
+			objs := h.template(t, renderNamespace, served, "global.scope="+string(scope), "rbac.extraFederatedGroups={example.io}")
+			if n := len(find(objs, "MutatingAdmissionPolicy")); n != 2 {
+				t.Errorf("%d policies rendered, want 2", n)
 			}
-			name := "kubefedconfig-defaults.core.kubefed.io"
+			namespaced := scope == corev1beta1.NamespaceScoped
+			bound := map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": renderNamespace}}}
+			nameOf := func(base string) string {
+				if namespaced {
+					return base + "." + renderNamespace
+				}
+				return base
+			}
+
+			name := nameOf("kubefedconfig-defaults.core.kubefed.io")
+			policy, binding := named(objs, "MutatingAdmissionPolicy", name), named(objs, "MutatingAdmissionPolicyBinding", name)
+			if !reflect.DeepEqual(policy.Object["spec"], defaultsPolicy["spec"]) {
+				t.Errorf("the chart's policy spec\n%v\ndiffers from config/admission's\n%v", policy.Object["spec"], defaultsPolicy["spec"])
+			}
 			wantSpec := map[string]any{"policyName": name}
-			if scope == corev1beta1.NamespaceScoped {
-				name += "." + renderNamespace
-				wantSpec = map[string]any{"policyName": name, "matchResources": map[string]any{
-					"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": renderNamespace}}}}
+			if namespaced {
+				wantSpec["matchResources"] = bound
 			}
-			if gotPolicy.GetName() != name || gotBinding.GetName() != name {
-				t.Errorf("policy %q and binding %q, want both %q", gotPolicy.GetName(), gotBinding.GetName(), name)
+			if !reflect.DeepEqual(binding.Object["spec"], wantSpec) {
+				t.Errorf("binding spec %v, want %v", binding.Object["spec"], wantSpec)
 			}
-			if !reflect.DeepEqual(gotBinding.Object["spec"], wantSpec) {
-				t.Errorf("binding spec %v, want %v", gotBinding.Object["spec"], wantSpec)
+
+			name = nameOf("sync-finalizer.core.kubefed.io")
+			policy, binding = named(objs, "MutatingAdmissionPolicy", name), named(objs, "MutatingAdmissionPolicyBinding", name)
+			want := runtime.DeepCopyJSON(finalizerPolicy)
+			rule := want["spec"].(map[string]any)["matchConstraints"].(map[string]any)["resourceRules"].([]any)[0].(map[string]any)
+			rule["apiGroups"] = []any{"types.kubefed.io", "example.io"}
+			if namespaced {
+				rule["scope"] = "Namespaced"
+			}
+			if !reflect.DeepEqual(policy.Object["spec"], want["spec"]) {
+				t.Errorf("the chart's policy spec\n%v\nis not config/admission's with the extra group\n%v", policy.Object["spec"], want["spec"])
+			}
+			wantBinding := runtime.DeepCopyJSON(finalizerBinding)["spec"].(map[string]any)
+			wantBinding["policyName"] = name
+			wantBinding["paramRef"].(map[string]any)["namespace"] = renderNamespace
+			if namespaced {
+				wantBinding["matchResources"] = bound
+			}
+			if !reflect.DeepEqual(binding.Object["spec"], wantBinding) {
+				t.Errorf("binding spec %v, want %v", binding.Object["spec"], wantBinding)
 			}
 		})
 	}
-	for what, objs := range map[string][]*unstructured.Unstructured{
-		"kubefedConfigDefaulting.enabled=false":                                  h.template(t, renderNamespace, served, "kubefedConfigDefaulting.enabled=false"),
-		"a host without admissionregistration.k8s.io/v1 MutatingAdmissionPolicy": h.template(t, renderNamespace, nil),
+	for what, c := range map[string]struct {
+		objs []*unstructured.Unstructured
+		want int
+	}{
+		"kubefedConfigDefaulting.enabled=false":                                  {h.template(t, renderNamespace, served, "kubefedConfigDefaulting.enabled=false"), 1},
+		"syncFinalizerPolicy.enabled=false":                                      {h.template(t, renderNamespace, served, "syncFinalizerPolicy.enabled=false"), 1},
+		"a host without admissionregistration.k8s.io/v1 MutatingAdmissionPolicy": {h.template(t, renderNamespace, nil), 0},
 	} {
-		if n := len(find(objs, "MutatingAdmissionPolicy")) + len(find(objs, "MutatingAdmissionPolicyBinding")); n != 0 {
-			t.Errorf("%s: %d policy objects rendered, want none", what, n)
+		if n := len(find(c.objs, "MutatingAdmissionPolicy")) + len(find(c.objs, "MutatingAdmissionPolicyBinding")); n != 2*c.want {
+			t.Errorf("%s: %d policy objects rendered, want %d", what, n, 2*c.want)
 		}
 	}
 }

@@ -5,9 +5,7 @@ package compat_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,7 +14,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -78,7 +75,9 @@ func setUp(ctx context.Context, fed *localcluster.Federation) error {
 			return err
 		}
 	}
-	policies, err := readObjects(filepath.Join(root, "config", "admission", "kubefedconfig-defaults.yaml"))
+	policies, err := framework.ReadObjects(
+		filepath.Join(root, "config", "admission", "kubefedconfig-defaults.yaml"),
+		filepath.Join(root, "config", "admission", "sync-finalizer.yaml"))
 	if err != nil {
 		return err
 	}
@@ -103,28 +102,6 @@ func setUp(ctx context.Context, fed *localcluster.Federation) error {
 			return fmt.Errorf("the KubeFedConfig defaulting policy did not take effect within a minute (last error: %v)", err)
 		}
 		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-// readObjects decodes every document of a YAML file.
-func readObjects(path string) ([]*unstructured.Unstructured, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var out []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		if len(u.Object) > 0 {
-			out = append(out, u)
-		}
 	}
 }
 

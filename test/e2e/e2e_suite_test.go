@@ -7,6 +7,7 @@ package e2e
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -35,4 +36,10 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	crds, err := framework.ReadCRDs(fw.CRDDirs()...)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(framework.InstallCRDs(ctx, fw.Host.Client, crds)).To(Succeed())
+	// The admission policies the chart installs: KubeFedConfig defaulting,
+	// and the sync controller's finalizer at creation (the engine's own
+	// finalizer write stays covered by controllers/sync's tests, which
+	// install no policy).
+	out, err := fw.Kubectl(ctx, "host", "apply", "--server-side", "-f", filepath.Join(fw.RepoRoot, "config", "admission"))
+	Expect(err).NotTo(HaveOccurred(), out)
 })
