@@ -257,3 +257,41 @@ func TestMedian(t *testing.T) {
 		}
 	}
 }
+
+// The isolation ratios are of the medians over the rounds, so one wave
+// slowed by the rest of the machine moves them less than a single round's
+// would; a round whose wave measured nothing is left out.
+func TestIsolationRatiosAreOfMedians(t *testing.T) {
+	wave := func(tput, p99 float64) *result {
+		return &result{Throughput: tput, PerCluster: &latency{P99: p99}}
+	}
+	rounds := []isolationRound{
+		{base: wave(40, 8000), slow: wave(10, 30000), hung: wave(40, 4000)},
+		{base: wave(50, 6000), slow: wave(45, 6000), hung: wave(60, 3000)},
+		{base: wave(20, 9000), slow: wave(50, 5000), hung: wave(30, 6000)},
+		{base: wave(30, 7000), slow: &result{}, hung: wave(35, 7000)},
+	}
+	got := map[string]float64{}
+	for _, r := range isolationRatios(rounds) {
+		got[r.Name] = r.Value
+	}
+	want := map[string]float64{
+		// slow: rounds 1-3; medians 45/40 and 8000/6000.
+		"isolation-slow-throughput": 45.0 / 40,
+		"isolation-slow-p99":        8000.0 / 6000,
+		// hung: all four; medians 37.5/35 and 7500/5000.
+		"isolation-hung-throughput": 37.5 / 35,
+		"isolation-hung-p99":        7500.0 / 5000,
+	}
+	for name, v := range want {
+		if g, ok := got[name]; !ok || g < v-1e-9 || g > v+1e-9 {
+			t.Errorf("%s = %v (present %t), want %v", name, g, ok, v)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("ratios %v, want only %v", got, want)
+	}
+	if r := isolationRatios([]isolationRound{{base: wave(40, 8000), slow: &result{}}}); len(r) != 0 {
+		t.Errorf("a round measuring nothing gave ratios %v", r)
+	}
+}

@@ -3,12 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -16,7 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -175,7 +173,14 @@ func (e *env) installControlPlane(ctx context.Context) error {
 	if err := e.waitTypesRunning(ctx, "namespaces", "deployments.apps", "configmaps"); err != nil {
 		return err
 	}
-	return e.prepareNamespaces(ctx)
+	if err := e.prepareNamespaces(ctx); err != nil {
+		return err
+	}
+	if !e.o.finalizerPolicy {
+		return nil
+	}
+	logf("installing the sync finalizer policy")
+	return e.installFinalizerPolicy(ctx)
 }
 
 func (e *env) kubefedConfig() *corev1beta1.KubeFedConfig {
@@ -212,29 +217,47 @@ func (e *env) applyDefaultTypes(ctx context.Context) error {
 		return err
 	}
 	sort.Strings(files)
-	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			return err
-		}
-		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-		for {
-			ftc := &corev1beta1.FederatedTypeConfig{}
-			if err := dec.Decode(ftc); err != nil {
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				return fmt.Errorf("decode %s: %w", file, err)
-			}
-			if ftc.Name == "" {
-				continue
-			}
-			if err := e.host.client.Create(ctx, ftc); err != nil && !apierrors.IsAlreadyExists(err) {
-				return fmt.Errorf("create FederatedTypeConfig %s: %w", ftc.Name, err)
-			}
+	return e.createAll(ctx, files...)
+}
+
+// createAll creates the objects of files in the host; those that exist
+// are left as they are.
+func (e *env) createAll(ctx context.Context, files ...string) error {
+	objs, err := framework.ReadObjects(files...)
+	if err != nil {
+		return err
+	}
+	for _, obj := range objs {
+		if err := e.host.client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create %s %s: %w", obj.GetKind(), obj.GetName(), err)
 		}
 	}
 	return nil
+}
+
+// installFinalizerPolicy installs config/admission/sync-finalizer.yaml, as
+// the chart does, and waits until the API server gives a new
+// FederatedConfigMap the sync controller's finalizer (it loads policies
+// and their params asynchronously).
+func (e *env) installFinalizerPolicy(ctx context.Context) error {
+	if err := e.createAll(ctx, filepath.Join(e.root, "config", "admission", "sync-finalizer.yaml")); err != nil {
+		return err
+	}
+	var probe resource
+	for _, rs := range resources {
+		if rs.name == "configmaps" {
+			probe = rs
+		}
+	}
+	return waitFor(ctx, "the sync finalizer policy in effect", time.Minute, func() (bool, error) {
+		obj := federatedObject(probe, "finalizer-policy-probe", 0, nil)
+		created, err := e.host.dyn.Resource(probe.fedGVR).Namespace(benchNS).
+			Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return false, err
+		}
+		return slices.Contains(created.GetFinalizers(), corev1beta1.SyncControllerFinalizer), nil
+	})
 }
 
 func (e *env) kubefedctl(ctx context.Context, args ...string) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"strconv"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,8 +26,11 @@ const (
 	slowDelay = time.Second
 )
 
-// isolationWaves runs the three isolation waves of -isolation-n objects of
-// each resource, created as fast as the load generator goes.
+// isolationWaves runs -isolation-rounds rounds of the three isolation
+// waves of -isolation-n objects of each resource, created as fast as the
+// load generator goes. One wave's throughput and p99 move with whatever
+// else the machine does, and the ratios divide by the healthy wave; with
+// more than one round they are of the medians over the rounds.
 func (r *runner) isolationWaves(ctx context.Context) error {
 	if len(r.env.members) < 2 {
 		logf("  isolation needs 2 members or more; skipped")
@@ -36,19 +40,16 @@ func (r *runner) isolationWaves(ctx context.Context) error {
 	healthy := func(it item, c string) (string, bool) {
 		return wantState(it.r, version{}, c), c != hostName && c != odd.name
 	}
-	run := func(scenario, prefix string, around func(body func() error) error) error {
+	run := func(scenario, prefix string, around func(body func() error) error) (*result, error) {
 		items := waveItems(prefix, r.o.isolationN)
 		clusters := r.env.memberNames()
 		res := r.newResult(scenario, len(items), 0)
 		res.Clusters = len(clusters) - 1
-		return r.measured(ctx, res, func() error {
+		return res, r.measured(ctx, res, func() error {
 			return around(func() error {
 				return r.wave(ctx, res, items, 0, healthy, r.creator(clusters))
 			})
 		})
-	}
-	if err := run(scenarioIsolationBase, "ib", func(body func() error) error { return body() }); err != nil {
-		return err
 	}
 
 	proxyTarget, err := url.Parse(odd.cfg.Host)
@@ -60,7 +61,7 @@ func (r *runner) isolationWaves(ctx context.Context) error {
 		return err
 	}
 	defer proxy.Close()
-	err = run(scenarioIsolationSlow, "is", func(body func() error) error {
+	slow := func(body func() error) error {
 		original, err := r.setEndpoint(ctx, odd.name, "https://"+proxy.Addr())
 		if err != nil {
 			return err
@@ -73,12 +74,8 @@ func (r *runner) isolationWaves(ctx context.Context) error {
 		}
 		logf("  %s answers through a proxy adding %s to every request", odd.name, slowDelay)
 		return body()
-	})
-	if err != nil {
-		return err
 	}
-
-	err = run(scenarioIsolationHung, "ih", func(body func() error) error {
+	hung := func(body func() error) error {
 		if err := odd.local.PauseAPIServer(); err != nil {
 			return err
 		}
@@ -88,12 +85,69 @@ func (r *runner) isolationWaves(ctx context.Context) error {
 			return err
 		}
 		return bodyErr
-	})
-	if err != nil {
-		return err
 	}
-	r.isolationRatios()
+	var rounds []isolationRound
+	for i := range r.o.isolationRounds {
+		suffix, prefix := "", ""
+		if i > 0 {
+			suffix, prefix = fmt.Sprintf(" #%d", i+1), strconv.Itoa(i+1)
+		}
+		var round isolationRound
+		var err error
+		if round.base, err = run(scenarioIsolationBase+suffix, "ib"+prefix, func(body func() error) error { return body() }); err != nil {
+			return err
+		}
+		if round.slow, err = run(scenarioIsolationSlow+suffix, "is"+prefix, slow); err != nil {
+			return err
+		}
+		if round.hung, err = run(scenarioIsolationHung+suffix, "ih"+prefix, hung); err != nil {
+			return err
+		}
+		rounds = append(rounds, round)
+	}
+	r.report.Ratios = append(r.report.Ratios, isolationRatios(rounds)...)
 	return nil
+}
+
+// isolationRound is one healthy, slow and hung wave.
+type isolationRound struct{ base, slow, hung *result }
+
+// isolationRatios are the isolated waves' ratios to the healthy ones:
+// throughput, and p99 as healthy p99 over isolated p99, both 1 when the odd
+// member makes no difference; each of the medians over the rounds (of one
+// round, its own values). A round with a wave that measured nothing is left
+// out.
+func isolationRatios(rounds []isolationRound) []ratio {
+	measured := func(res *result) bool {
+		return res != nil && res.Throughput > 0 && res.PerCluster != nil && res.PerCluster.P99 > 0
+	}
+	var out []ratio
+	for _, s := range []struct {
+		name string
+		wave func(isolationRound) *result
+	}{{"isolation-slow", func(r isolationRound) *result { return r.slow }}, {"isolation-hung", func(r isolationRound) *result { return r.hung }}} {
+		var baseTput, baseP99, tput, p99 []float64
+		for _, round := range rounds {
+			res := s.wave(round)
+			if !measured(round.base) || !measured(res) {
+				continue
+			}
+			baseTput = append(baseTput, round.base.Throughput)
+			baseP99 = append(baseP99, round.base.PerCluster.P99)
+			tput = append(tput, res.Throughput)
+			p99 = append(p99, res.PerCluster.P99)
+		}
+		if len(tput) == 0 {
+			continue
+		}
+		if len(rounds) > 1 {
+			logf("  %s: throughput %v against %v obj×cl/s, p99 %v against %v ms", s.name, tput, baseTput, p99, baseP99)
+		}
+		out = append(out,
+			ratio{Name: s.name + "-throughput", Value: median(tput) / median(baseTput)},
+			ratio{Name: s.name + "-p99", Value: median(baseP99) / median(p99)})
+	}
+	return out
 }
 
 // setEndpoint points a member's KubeFedCluster at endpoint and returns the
@@ -128,23 +182,4 @@ func (r *runner) probeThrough(ctx context.Context, member string) error {
 		_, err := m.dyn.Resource(probe.gvr).Namespace(benchNS).Get(ctx, name, metav1.GetOptions{})
 		return err == nil, err
 	})
-}
-
-// isolationRatios adds the isolation scenarios' ratios to the healthy wave:
-// throughput, and p99 as healthy p99 over isolated p99, both 1 when the odd
-// member makes no difference.
-func (r *runner) isolationRatios() {
-	base := r.report.find(scenarioIsolationBase)
-	if base == nil || base.Throughput == 0 || base.PerCluster == nil {
-		return
-	}
-	for _, s := range []struct{ scenario, name string }{{scenarioIsolationSlow, "isolation-slow"}, {scenarioIsolationHung, "isolation-hung"}} {
-		res := r.report.find(s.scenario)
-		if res == nil || res.PerCluster == nil || res.PerCluster.P99 == 0 {
-			continue
-		}
-		r.report.Ratios = append(r.report.Ratios,
-			ratio{Name: s.name + "-throughput", Value: res.Throughput / base.Throughput},
-			ratio{Name: s.name + "-p99", Value: base.PerCluster.P99 / res.PerCluster.P99})
-	}
 }

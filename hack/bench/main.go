@@ -21,8 +21,9 @@
 //	isolation       three waves of -isolation-n objects each as fast as possible:
 //	                every member healthy, the last member behind a proxy adding
 //	                1 s to every request, and the last member's apiserver stopped
-//	                with SIGSTOP; throughput and p99 to the other members as a
-//	                ratio to the healthy wave
+//	                with SIGSTOP, -isolation-rounds times (default 3); throughput
+//	                and p99 to the other members as a ratio to the healthy
+//	                waves, of the medians over the rounds
 //	pull            two waves of -isolation-n objects each as fast as possible:
 //	                every member in push mode, then the last member joined in
 //	                pull mode with its agent running (a local process): the
@@ -71,6 +72,7 @@ type options struct {
 	workers          int
 	syncWorkers      int
 	statusCollection bool
+	finalizerPolicy  bool
 	idle             time.Duration
 	waveTimeout      time.Duration
 	out              string
@@ -85,6 +87,7 @@ type options struct {
 	flipN            int
 	flipMode         string
 	flipPairs        int
+	isolationRounds  int
 	unavailableDelay time.Duration
 }
 
@@ -105,10 +108,12 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.isolationN, "isolation-n", 200, "FederatedDeployments, and as many FederatedConfigMaps, per isolation wave")
 	fs.IntVar(&o.flipN, "flip-n", 10000, "federated objects on the member that flips NotReady and Ready")
 	fs.StringVar(&o.flipMode, "flip-mode", flipRestart, "how the flip scenario makes the member NotReady: restart (stop and start its kube-apiserver) or pause (SIGSTOP, then SIGCONT)")
+	fs.IntVar(&o.isolationRounds, "isolation-rounds", 3, "rounds of the healthy, slow and hung isolation waves; the ratios are of their medians (one wave's throughput and p99 move with whatever else the machine does)")
 	fs.IntVar(&o.flipPairs, "flip-pairs", 3, "waves without and with the flip, alternated; the ratio is of their median p99s (one pair's p99 moves with whatever else the machine does)")
 	fs.DurationVar(&o.unavailableDelay, "unavailable-delay", 0, "KubeFedConfig controllerDuration.unavailableDelay: how long a member may be NotReady before its objects are planned again without it; 0 for the default (60s), which a flip shorter than it never reaches")
 	fs.IntVar(&o.scaleN, "scale-n", 300, "FederatedDeployments, and as many FederatedConfigMaps, per scale-out wave")
 	fs.IntVar(&o.syncWorkers, "sync-workers", 16, "KubeFedConfig syncController.maxConcurrentReconciles")
+	fs.BoolVar(&o.finalizerPolicy, "sync-finalizer-policy", true, "install config/admission/sync-finalizer.yaml as the chart does: the API server adds the sync controller's finalizer to new federated objects, not the controller-manager")
 	fs.BoolVar(&o.statusCollection, "status-collection", true, "KubeFedConfig feature gate RawResourceStatusCollection")
 	fs.DurationVar(&o.idle, "idle", time.Minute, "idle period of the steady-state scenario")
 	fs.DurationVar(&o.waveTimeout, "wave-timeout", 30*time.Minute, "longest a wave may take before it is reported incomplete")
@@ -142,6 +147,8 @@ func parseFlags(args []string) (options, error) {
 		return o, fmt.Errorf("-members must be 1..10, got %d", o.members)
 	case o.n < 1 || o.isolationN < 1 || o.scaleN < 2 || o.flipN < 2:
 		return o, fmt.Errorf("-n and -isolation-n must be positive and -scale-n at least 2, got %d, %d and %d", o.n, o.isolationN, o.scaleN)
+	case o.isolationRounds < 1:
+		return o, fmt.Errorf("-isolation-rounds must be at least 1, got %d", o.isolationRounds)
 	case o.flipPairs < 1:
 		return o, fmt.Errorf("-flip-pairs must be at least 1, got %d", o.flipPairs)
 	case o.flipMode != flipRestart && o.flipMode != flipPause:
