@@ -13,6 +13,7 @@ import (
 	typesv1beta1 "github.com/kubefed-io/kubefed/api/types/v1beta1"
 	"github.com/kubefed-io/kubefed/pkg/federatedtype"
 	"github.com/kubefed-io/kubefed/pkg/fedstatus"
+	"github.com/kubefed-io/kubefed/pkg/informermanager"
 )
 
 func testFed(generation int64, annotations map[string]string) *unstructured.Unstructured {
@@ -435,5 +436,75 @@ func TestStatusPatchRemovesNestedKeys(t *testing.T) {
 	want := map[string]any{"counts": map[string]any{"a": int64(1), "b": nil}, "ready": nil, "observedGeneration": int64(4)}
 	if !sameJSON(got, want) {
 		t.Errorf("mergePatch = %v, want %v", got, want)
+	}
+}
+
+func TestFirstReportDelay(t *testing.T) {
+	created := time.Now()
+	for _, c := range []struct {
+		since, want time.Duration
+	}{
+		{0, statusCoalesceDelay},
+		{500 * time.Millisecond, statusCoalesceDelay},
+		// Late in the hold: only until shortly before it ends.
+		{1500 * time.Millisecond, 300 * time.Millisecond},
+		{statusHold, 0},
+		{time.Minute, 0},
+	} {
+		if got := firstReportDelay(created, created.Add(c.since)); got != c.want {
+			t.Errorf("%s into the plan: delay %s, want %s", c.since, got, c.want)
+		}
+	}
+}
+
+// A change of a copy just written that the member has not reported on yet
+// waits for the changes that follow it (a new Deployment is annotated with
+// its revision, then its status changes twice within a moment), so that the
+// object's status write carries them all; a copy's creation is taken at
+// once.
+func TestTheFirstReportIsTakenWithTheOnesThatFollow(t *testing.T) {
+	d := &clusterDispatcher{cluster: "a", queue: newQueue[dispatchItem]("test-a")}
+	defer d.queue.ShutDown()
+	w := &typeWorker{e: &Engine{dispatchers: map[string]*clusterDispatcher{"a": d}}, name: "deployments.apps",
+		collectStatus: true, states: map[string]*objectState{}}
+	fed := testFed(1, nil)
+	p := syncPlan(fed, time.Now())
+	w.setState("ns/web", stateOf(fed, map[string]*clusterEntry{
+		"a": {plan: p, result: &outcome{cluster: "a", listed: true, unobserved: true}, resultOf: p}}))
+	copyAt := func(rv string, observed int64, revision string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"observedGeneration": observed}}}
+		u.SetNamespace("ns")
+		u.SetName("web")
+		u.SetGeneration(1)
+		u.SetResourceVersion(rv)
+		if revision != "" {
+			u.SetAnnotations(map[string]string{"deployment.kubernetes.io/revision": revision})
+		}
+		return u
+	}
+	for name, ev := range map[string]informermanager.Event{
+		"annotated": {Cluster: "a", Type: informermanager.Updated, OldObject: copyAt("1", 0, ""), Object: copyAt("2", 0, "1")},
+		"reported":  {Cluster: "a", Type: informermanager.Updated, OldObject: copyAt("2", 0, "1"), Object: copyAt("3", 1, "1")},
+	} {
+		sent := time.Now()
+		w.memberEvent(ev)
+		if n := d.queue.Len(); n != 0 {
+			t.Fatalf("%s: ready at once (%d ready), want it to wait for the next change", name, n)
+		}
+		item, _, shutdown := d.queue.GetWithPriority()
+		if shutdown || item.key != "ns/web" {
+			t.Fatalf("%s: got %v (shutdown %v)", name, item, shutdown)
+		}
+		if waited := time.Since(sent); waited < statusCoalesceDelay-100*time.Millisecond {
+			t.Errorf("%s: waited %s, want about %s", name, waited, statusCoalesceDelay)
+		}
+		d.queue.Done(item)
+		// A new plan: the hold starts again.
+		p.created = time.Now()
+	}
+
+	w.memberEvent(informermanager.Event{Cluster: "a", Type: informermanager.Added, Object: copyAt("4", 1, "1")})
+	if n := d.queue.Len(); n != 1 {
+		t.Fatalf("a copy's creation: %d ready, want it at once", n)
 	}
 }

@@ -445,13 +445,32 @@ func (w *typeWorker) memberEvent(ev informermanager.Event) {
 		return
 	}
 	d := w.e.dispatcher(ev.Cluster)
-	// A status change is coalesced, but the first report on a copy just
-	// written is taken at once: the object's status write waits for it.
-	if statusOnly && !waits {
+	switch {
+	case ev.Type == informermanager.Updated && waits:
+		// A copy written a moment ago that the member has not reported on
+		// yet, and the object's status write waits for that report: the
+		// member's controllers change a new copy several times within a
+		// moment (a new Deployment is annotated with its revision, then
+		// reports its ReplicaSet created, then available), and the changes
+		// are taken together, within what is left of the write's hold, so
+		// that the write carries the last of them.
+		d.add(w.name, key, promptPriority, firstReportDelay(p.created, time.Now()))
+	case statusOnly:
+		// A status change is coalesced.
 		d.add(w.name, key, promptPriority, statusCoalesceDelay)
-		return
+	default:
+		d.add(w.name, key, promptPriority, 0)
 	}
-	d.add(w.name, key, promptPriority, 0)
+}
+
+// firstReportDelay is how long a change of a copy of a plan made at
+// created, not yet reported on by the member, waits for the changes that
+// follow it: the coalescing second, but no later than shortly before the
+// status write's hold ends, so that the write still carries the report.
+func firstReportDelay(created, now time.Time) time.Duration {
+	const margin = 200 * time.Millisecond
+	left := statusHold - now.Sub(created) - margin
+	return max(0, min(statusCoalesceDelay, left))
 }
 
 // enqueueForCluster enqueues the objects a change of the named member
