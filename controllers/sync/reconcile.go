@@ -130,9 +130,7 @@ func (w *typeWorker) reconcile(ctx context.Context, key string, priority int) (t
 			// A status write guarded by the resourceVersion waits for the
 			// cache to show this write, or it would conflict with it.
 			status, _ := updated.Object["status"].(map[string]any)
-			w.statusMu.Lock()
-			w.statusWritten[key] = statusRecord{status: status, before: fed.GetResourceVersion(), after: updated.GetResourceVersion()}
-			w.statusMu.Unlock()
+			w.noteStatusWrite(key, fed, updated, status)
 		}
 		fed = updated
 	}

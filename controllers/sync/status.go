@@ -548,9 +548,7 @@ func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructu
 			return 0, fmt.Errorf("apply status: %w", err)
 		}
 		got, _ := updated.Object["status"].(map[string]any)
-		w.statusMu.Lock()
-		w.statusWritten[key] = statusRecord{status: got, before: fed.GetResourceVersion(), after: updated.GetResourceVersion()}
-		w.statusMu.Unlock()
+		w.noteStatusWrite(key, fed, updated, got)
 		if done {
 			return 0, nil
 		}
@@ -589,10 +587,17 @@ func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructu
 		}
 		return 0, fmt.Errorf("write status: %w", err)
 	}
+	w.noteStatusWrite(key, fed, updated, status)
+	return 0, nil
+}
+
+// noteStatusWrite records that this engine turned fed into updated, whose
+// status is status: the next status write takes it as the old status until
+// the host cache shows the write.
+func (w *typeWorker) noteStatusWrite(key string, fed, updated *unstructured.Unstructured, status map[string]any) {
 	w.statusMu.Lock()
 	w.statusWritten[key] = statusRecord{status: status, before: fed.GetResourceVersion(), after: updated.GetResourceVersion()}
 	w.statusMu.Unlock()
-	return 0, nil
 }
 
 // cacheBehindRequeue is how soon a status write is tried again when the

@@ -243,12 +243,7 @@ func (e *env) installFinalizerPolicy(ctx context.Context) error {
 	if err := e.createAll(ctx, filepath.Join(e.root, "config", "admission", "sync-finalizer.yaml")); err != nil {
 		return err
 	}
-	var probe resource
-	for _, rs := range resources {
-		if rs.name == "configmaps" {
-			probe = rs
-		}
-	}
+	probe := configMaps
 	return waitFor(ctx, "the sync finalizer policy in effect", time.Minute, func() (bool, error) {
 		obj := federatedObject(probe, "finalizer-policy-probe", 0, nil)
 		created, err := e.host.dyn.Resource(probe.fedGVR).Namespace(benchNS).

@@ -165,12 +165,7 @@ func (r *runner) setEndpoint(ctx context.Context, member, endpoint string) (stri
 // probeThrough creates a federated ConfigMap placed on member alone and
 // waits until the member has it.
 func (r *runner) probeThrough(ctx context.Context, member string) error {
-	var probe resource
-	for _, rs := range resources {
-		if rs.name == "configmaps" {
-			probe = rs
-		}
-	}
+	probe := configMaps
 	name := fmt.Sprintf("probe-%d", time.Now().UnixNano())
 	if _, err := r.env.host.dyn.Resource(probe.fedGVR).Namespace(benchNS).
 		Create(ctx, federatedObject(probe, name, 0, []string{member}), metav1.CreateOptions{}); err != nil {

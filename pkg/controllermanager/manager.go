@@ -340,7 +340,7 @@ func setupControllers(ctx context.Context, cfg *rest.Config, mgr manager.Manager
 	}
 	engineOpts := engineOptions(cfg, mgr, o.KubeFedNamespace, s, shared.registry, shared.readiness, shared.members)
 	engineOpts.Shard, engineOpts.Pulled = engineShard(shard), pulled
-	engineOpts.StatusManager = statusManager("kubefed", o.ReplicaID)
+	engineOpts.StatusManager = statusManager(o.ReplicaID)
 	engine, err := syncctl.NewEngine(ctx, engineOpts)
 	if err != nil {
 		return fmt.Errorf("set up the propagation engine: %w", err)
@@ -442,11 +442,11 @@ func withProbes(mgr manager.Manager, err error) (manager.Manager, error) {
 	return mgr, nil
 }
 
-// statusManager is the field manager of a writer of status entries: the
-// control plane or a replica of it (by its ID), within the 128 characters
-// a manager's name may have.
-func statusManager(writer, id string) string {
-	name := writer + "-status"
+// statusManager is the field manager under which a replica (by its ID)
+// applies its status entries, within the 128 characters a manager's name
+// may have.
+func statusManager(id string) string {
+	name := "kubefed-status"
 	if id != "" {
 		name += "/" + id
 	}

@@ -21,15 +21,11 @@ import (
 // it itself then, and only then.
 func TestSyncFinalizerPolicy(t *testing.T) {
 	ctx := context.Background()
-	ftc := object(`
-apiVersion: core.kubefed.io/v1beta1
-kind: FederatedTypeConfig
-metadata: {name: serviceaccounts, namespace: kube-federation-system}
-spec:
-  propagation: Enabled
-  targetType: {kind: ServiceAccount, pluralName: serviceaccounts, scope: Namespaced, version: v1}
-  federatedType: {group: types.kubefed.io, kind: FederatedServiceAccount, pluralName: federatedserviceaccounts, scope: Namespaced, version: v1beta1}
-`)
+	ftc := typeConfig(func(spec map[string]any) {
+		spec["targetType"] = map[string]any{"kind": "ServiceAccount", "pluralName": "serviceaccounts", "scope": "Namespaced", "version": "v1"}
+		spec["federatedType"] = map[string]any{"group": "types.kubefed.io", "kind": "FederatedServiceAccount",
+			"pluralName": "federatedserviceaccounts", "scope": "Namespaced", "version": "v1beta1"}
+	})
 	if err := host.Create(ctx, ftc); err != nil {
 		t.Fatal(err)
 	}
