@@ -31,6 +31,15 @@ kubectl --context host apply --server-side -f config/default-types >/dev/null
 # The admission policies the chart installs (KubeFedConfig defaulting, the
 # sync controller's finalizer at creation): no webhook, the API server runs them.
 kubectl --context host apply --server-side -f config/admission >/dev/null
+# The API server loads them asynchronously, and answers writes they match
+# with 503 until it has the new groups' schemas (up to 5 s): wait until a dry
+# run of a KubeFedConfig comes back with its feature gates filled.
+probe='{"apiVersion": "core.kubefed.io/v1beta1", "kind": "KubeFedConfig", "metadata": {"name": "probe", "namespace": "default"}, "spec": {"scope": "Cluster"}}'
+for _ in $(seq 1 120); do
+  gates=$(echo "$probe" | kubectl --context host create --dry-run=server -o jsonpath='{.spec.featureGates[*].name}' -f - 2>/dev/null || true)
+  [[ -n "$gates" ]] && break
+  sleep 0.5
+done
 kubectl --context host -n "$ns" get federatedtypeconfigs
 
 step "Starting the controller-manager (log: $dir/controller-manager.log)"

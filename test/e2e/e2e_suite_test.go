@@ -9,10 +9,15 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
 	"github.com/kubefed-io/kubefed/test/framework"
 )
 
@@ -42,4 +47,16 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	// install no policy).
 	out, err := fw.Kubectl(ctx, "host", "apply", "--server-side", "-f", filepath.Join(fw.RepoRoot, "config", "admission"))
 	Expect(err).NotTo(HaveOccurred(), out)
+	// The API server loads policies asynchronously, and for up to 5 s after
+	// an API group is first served it answers a write that a mutating
+	// policy matches with 503 (it has no schema of the group yet), whatever
+	// the policy's failurePolicy: wait until a dry run of a KubeFedConfig
+	// comes back with the gates filled. The federated types' group was
+	// installed with it, so its schema is known by then too.
+	Eventually(func(g Gomega) {
+		probe := &corev1beta1.KubeFedConfig{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: "default"},
+			Spec: corev1beta1.KubeFedConfigSpec{Scope: corev1beta1.ClusterScoped}}
+		g.Expect(fw.Host.Client.Create(ctx, probe, client.DryRunAll)).To(Succeed())
+		g.Expect(probe.Spec.FeatureGates).NotTo(BeEmpty())
+	}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
 })
