@@ -127,7 +127,12 @@ var _ = Describe("Member isolation", Ordered, func() {
 			map[string]any{"data": map[string]any{"i": "x"}}, []string{member2.Name}, nil))).To(Succeed())
 		Eventually(func() string { return propagationState(fedGet(ctx, "ConfigMap", isoNS, "through-proxy")) }).WithTimeout(60 * time.Second).
 			Should(Equal("True| " + member2.Name))
-		Expect(proxy.Chunks()).To(BeNumerically(">", 0))
+		// The member's clients and caches move to the proxy when the
+		// KubeFedCluster's change is seen, which may come after the copy
+		// above was written (its federated object carries its finalizer
+		// from the admission policy, so it is dispatched at once): the
+		// proxy carries the member's traffic before the wave starts.
+		Eventually(proxy.Chunks).WithTimeout(30 * time.Second).Should(BeNumerically(">", 0))
 		Expect(conditionState(ctx, member2.Name, corev1beta1.ClusterReady)).To(Equal("True/ClusterReady"))
 
 		start := time.Now()
