@@ -798,19 +798,23 @@ func (w *typeWorker) planRelease(key string, priority int) {
 	}
 	st := &objectState{gone: true, clusters: map[string]*clusterEntry{}}
 	now := time.Now()
-	for _, c := range w.e.opts.Readiness.ReadyClusters() {
+	// Readiness is read from the cluster set, as every plan and the
+	// members' fan-outs read it: the readiness tracker turns a moment
+	// after the KubeFedCluster's condition does, and a release planned in
+	// that moment from the tracker would skip a member the fan-out of its
+	// return considers done, stranding the copy with its managed label.
+	set := w.e.clusterSet()
+	for _, c := range set.Names() {
 		if !w.e.serves(c) || w.cached(c, namespace, name) == nil {
+			continue
+		}
+		if cl, _ := set.Get(c); !cl.Ready {
+			// A copy in a member not ready is released once it is back.
+			w.e.plannedUnready(c, w.name, key)
 			continue
 		}
 		st.clusters[c] = &clusterEntry{plan: &clusterPlan{action: actionRelease, created: now, identity: planIdentity(actionRelease, nil),
 			namespace: namespace, name: name}}
-	}
-	// A copy in a member not ready is released once it is back.
-	set := w.e.clusterSet()
-	for _, c := range set.Names() {
-		if cl, _ := set.Get(c); !cl.Ready && w.e.serves(c) && w.cached(c, namespace, name) != nil {
-			w.e.plannedUnready(c, w.name, key)
-		}
 	}
 	if len(st.clusters) == 0 {
 		w.dropState(key)

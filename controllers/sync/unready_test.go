@@ -20,6 +20,7 @@ import (
 	typesv1beta1 "github.com/kubefed-io/kubefed/api/types/v1beta1"
 	"github.com/kubefed-io/kubefed/controllers/cluster"
 	"github.com/kubefed-io/kubefed/pkg/clusterclient"
+	"github.com/kubefed-io/kubefed/pkg/informermanager"
 	"github.com/kubefed-io/kubefed/pkg/placement"
 )
 
@@ -218,5 +219,64 @@ func TestUnsyncedCacheOfAMemberNotReady(t *testing.T) {
 		case !ready && (o.pending || !o.listed || o.status != typesv1beta1.ClusterNotReady || o.requeue <= 0):
 			t.Fatalf("not ready: %+v, want ClusterNotReady and a requeue", o)
 		}
+	}
+}
+
+// A copy whose federated object is gone is released in a member the
+// cluster set shows Ready, even while the readiness tracker, which turns a
+// moment after the KubeFedCluster's condition, still says it is not: the
+// fan-out of the member's return reads the set, and a release skipped then
+// would leave the copy labelled as managed for good.
+func TestReleaseReadsReadinessFromTheClusterSet(t *testing.T) {
+	const copy = `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"stranded","namespace":"ns","resourceVersion":"5","labels":{"kubefed.io/managed":"true"}}}`
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		rw.Header().Set("Content-Type", "application/json")
+		q := r.URL.Query()
+		switch {
+		case q.Get("watch") == "true" && q.Get("sendInitialEvents") == "true":
+			// A streaming list: the copy, then the end of the initial events.
+			_, _ = rw.Write([]byte(`{"type":"ADDED","object":` + copy + "}\n" +
+				`{"type":"BOOKMARK","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"resourceVersion":"5","annotations":{"k8s.io/initial-events-end":"true"}}}}` + "\n"))
+			rw.(http.Flusher).Flush()
+			<-r.Context().Done()
+		case q.Get("watch") == "true":
+			<-r.Context().Done()
+		default:
+			_, _ = rw.Write([]byte(`{"apiVersion":"v1","kind":"ConfigMapList","metadata":{"resourceVersion":"5"},"items":[` + copy + "]}"))
+		}
+	}))
+	defer srv.Close()
+	registry := clusterclient.NewRegistry(clusterclient.ConfigOptions{})
+	if _, err := registry.SetLocal("m", &rest.Config{Host: srv.URL}); err != nil {
+		t.Fatal(err)
+	}
+	tracker := cluster.NewReadinessTracker("kube-federation-system")
+	members := NewMemberCaches(registry, tracker, "", logr.Discard())
+	defer members.Stop()
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	defer members.Subscribe(gvr, func(informermanager.Event) {})()
+	members.Ensure("m")
+	tracker.Set("m", true)
+	waitUntil(t, "the member's cache synced", func() bool { return members.HasSynced("m", gvr) })
+	// The KubeFedCluster says Ready; the tracker has not caught up.
+	tracker.Set("m", false)
+
+	e, _ := unreadyEngine(t, time.Minute, readyCluster("m", true))
+	e.opts.Members, e.opts.Registry, e.opts.Readiness = members, registry, tracker
+	e.dispatchers = map[string]*clusterDispatcher{} // no ClusterWorkers: plans stay queued
+	w := &typeWorker{e: e, name: "configmaps", gvr: gvr, target: targetType{namespaced: true},
+		states: map[string]*objectState{}, statusQueue: newQueue[string]("test-status")}
+	defer w.statusQueue.ShutDown()
+	e.workers["configmaps"] = w
+
+	w.planRelease("ns/stranded", promptPriority)
+	if p := w.planFor("ns/stranded", "m"); p == nil || p.action != actionRelease {
+		t.Fatalf("plan for m: %+v, want the copy released", p)
+	}
+	if d := e.dispatchers["m"]; d == nil || d.queue.Len() != 1 {
+		t.Fatal("the release was not handed to the member's dispatcher")
+	}
+	if len(e.spells) != 0 {
+		t.Fatal("a member the set shows Ready was treated as not ready")
 	}
 }
