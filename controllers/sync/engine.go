@@ -151,9 +151,9 @@ type Engine struct {
 	uidMu             gosync.Mutex
 	memberUIDs        map[string]memberUID
 
-	// bulkStatus holds a slot per status write of bulk work in flight to
-	// the host, across types: see bulkStatusWrites.
-	bulkStatus chan struct{}
+	// bulk orders the host's status writes of bulk work behind prompt
+	// work's, across types: see bulkGate and bulkStatusWrites.
+	bulk *bulkGate
 
 	// unreadyMu guards what the member fan-outs acted on: each member's
 	// readiness as its objects were last planned for it, the members
@@ -199,7 +199,7 @@ func NewEngine(ctx context.Context, o Options) (*Engine, error) {
 		dispatchers:   map[string]*clusterDispatcher{},
 		clusterEvents: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: "member-changes"}),
 		memberUIDs:    map[string]memberUID{},
-		bulkStatus:    make(chan struct{}, bulkStatusWrites(o.Workers)),
+		bulk:          newBulkGate(bulkStatusWrites(o.Workers), bulkQuiet, bulkFloor),
 		actedReady:    map[string]bool{},
 		fullFanOut:    map[string]bool{},
 		spells:        map[string]*unreadySpell{},
@@ -209,9 +209,10 @@ func NewEngine(ctx context.Context, o Options) (*Engine, error) {
 // bulkStatusWrites is how many status writes of bulk work (the objects a
 // member's readiness or a namespace change planned again, thousands at
 // once) the engine has in flight to the host at a time: a quarter of a
-// type's workers. The host answers every write in one line; without a
-// bound, a fan-out's writes fill it and a new object's finalizer and
-// status wait behind them. Prompt work is not bounded.
+// type's workers, and fewer while prompt work is on (bulkGate). The host
+// answers every write in one line; without a bound, a fan-out's writes
+// fill it and a new object's finalizer and status wait behind them.
+// Prompt work is not bounded.
 func bulkStatusWrites(workers int) int {
 	return max(1, workers/4)
 }

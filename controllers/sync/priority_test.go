@@ -129,7 +129,7 @@ func TestSettleKeepsThePriority(t *testing.T) {
 }
 
 // The status writes of bulk work (a member's readiness change re-plans
-// thousands of objects) hold at most bulkStatus's slots of the host at a
+// thousands of objects) hold at most the bulk gate's slots of the host at a
 // time, while a new object's status write does not wait for a slot: in the
 // readiness-flip bench, 32 status workers writing re-planned objects held
 // new objects' writes behind theirs.
@@ -167,7 +167,8 @@ func TestBulkStatusWritesAreBoundedAndPromptOnesAreNot(t *testing.T) {
 		t.Fatal(err)
 	}
 	const slots = 2
-	w := &typeWorker{e: &Engine{host: host, bulkStatus: make(chan struct{}, slots)},
+	// No prompt work seen before: the bulk writes go at full pace.
+	w := &typeWorker{e: &Engine{host: host, bulk: newBulkGate(slots, time.Hour, time.Hour)},
 		fedGVR:   schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta1", Resource: "federatedconfigmaps"},
 		recorder: record.NewFakeRecorder(10), log: logr.Discard(), statusWritten: map[string]statusRecord{}}
 	write := func(name string, bulk bool, done chan<- error) {
@@ -219,7 +220,7 @@ func TestBulkStatusWritesAreBoundedAndPromptOnesAreNot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if len(w.e.bulkStatus) != 0 {
-		t.Fatalf("%d bulk slots still held after every write", len(w.e.bulkStatus))
+	if len(w.e.bulk.slots) != 0 {
+		t.Fatalf("%d bulk slots still held after every write", len(w.e.bulk.slots))
 	}
 }

@@ -216,7 +216,7 @@ type statusRecord struct {
 // syncStatus writes the status a federated object's members add up to,
 // once the members of its latest plans answered (or statusHold passed),
 // and releases an object being deleted once no member holds a copy. A
-// bulk status write waits for one of the engine's bulkStatus slots.
+// bulk status write waits for its turn (bulkGate).
 func (w *typeWorker) syncStatus(ctx context.Context, key string, bulk bool) (time.Duration, error) {
 	w.stateMu.Lock()
 	st := w.states[key]
@@ -493,7 +493,7 @@ func (w *typeWorker) statusSeen(fed *unstructured.Unstructured) {
 // the entries by name and no member is in Pull mode, a replica applies its
 // part server-side instead, which needs no guard (see apply.go).
 //
-// A bulk write first takes one of the engine's bulkStatus slots.
+// A bulk write first waits for its turn and slot (bulkGate).
 func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructured.Unstructured, outcomes []outcome, reason, message string, keep func(string) bool, bulk bool) (time.Duration, error) {
 	old, _ := fed.Object["status"].(map[string]any)
 	w.statusMu.Lock()
@@ -529,12 +529,13 @@ func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructu
 		log.Info("writing status", "federatedObject", key, "old", string(was), "new", string(now))
 	}
 	if bulk {
-		select {
-		case w.e.bulkStatus <- struct{}{}:
-			defer func() { <-w.e.bulkStatus }()
-		case <-ctx.Done():
-			return 0, ctx.Err()
+		release, err := w.e.bulk.acquire(ctx)
+		if err != nil {
+			return 0, err
 		}
+		defer release()
+	} else {
+		w.e.bulk.prompt()
 	}
 	// Agents write their entries with guarded merge patches, which own
 	// only what they change: an apply dropping an entry one took over

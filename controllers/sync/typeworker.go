@@ -543,6 +543,10 @@ func (w *typeWorker) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer w.queue.Done(key)
+	if priority >= promptPriority {
+		// A new or changed object: bulk status writes make way.
+		w.e.bulk.prompt()
+	}
 	start := time.Now()
 	requeue, err := w.reconcile(ctx, key, priority)
 	reconcileDuration.Observe(time.Since(start).Seconds())

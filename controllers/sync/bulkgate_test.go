@@ -1,0 +1,109 @@
+package sync
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// Bulk writes go at full pace while no prompt work was seen for the quiet
+// period, one per floor while it was, and never more than the slots at once.
+func TestBulkGateMakesWayForPromptWork(t *testing.T) {
+	const quiet, floor = time.Second, 100 * time.Millisecond
+	g := newBulkGate(2, quiet, floor)
+	t0 := time.Unix(1_000_000, 0)
+
+	for i := range 5 {
+		if wait := g.turn(t0); wait != 0 {
+			t.Fatalf("write %d with no prompt work waits %s", i, wait)
+		}
+	}
+
+	g.lastPrompt = t0
+	if wait := g.turn(t0.Add(time.Millisecond)); wait != 0 {
+		t.Fatalf("the first write beside prompt work waits %s, want its floor turn at once", wait)
+	}
+	if wait := g.turn(t0.Add(2 * time.Millisecond)); wait != floor-time.Millisecond {
+		t.Fatalf("the second write beside prompt work waits %s, want the rest of the floor (%s)", wait, floor-time.Millisecond)
+	}
+	if wait := g.turn(t0.Add(floor + time.Millisecond)); wait != 0 {
+		t.Fatalf("a write a floor later waits %s", wait)
+	}
+	// Prompt work goes on: the floor holds.
+	g.lastPrompt = t0.Add(950 * time.Millisecond)
+	if wait := g.turn(t0.Add(990 * time.Millisecond)); wait != 0 {
+		t.Fatalf("a floor turn waits %s", wait)
+	}
+	if wait := g.turn(t0.Add(1000 * time.Millisecond)); wait != floor-10*time.Millisecond {
+		t.Fatalf("within the floor: waits %s, want %s", wait, floor-10*time.Millisecond)
+	}
+	// Quiet since 950 ms: from 1,950 ms on, full pace again.
+	if wait := g.turn(t0.Add(1_900 * time.Millisecond)); wait != 0 {
+		t.Fatalf("a floor turn waits %s", wait)
+	}
+	if wait := g.turn(t0.Add(1_920 * time.Millisecond)); wait != 30*time.Millisecond {
+		t.Fatalf("30 ms before the quiet ends: waits %s, want 30ms", wait)
+	}
+	for i := range 5 {
+		if wait := g.turn(t0.Add(1_950 * time.Millisecond)); wait != 0 {
+			t.Fatalf("write %d after the quiet waits %s", i, wait)
+		}
+	}
+}
+
+// acquire holds at most the gate's slots, gives them back on release, and
+// gives up when its context ends.
+func TestBulkGateSlots(t *testing.T) {
+	g := newBulkGate(2, time.Hour, time.Hour)
+	r1, err := g.acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := g.acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan error, 1)
+	go func() {
+		r, err := g.acquire(ctx)
+		if err == nil {
+			r()
+		}
+		got <- err
+	}()
+	// The third waits for a slot: once r1 is given back, it gets it.
+	r1()
+	if err := <-got; err != nil {
+		t.Fatalf("a freed slot was not taken: %v", err)
+	}
+	r2()
+	if len(g.slots) != 0 {
+		t.Fatalf("%d slots held after every release", len(g.slots))
+	}
+
+	// Prompt work just seen, the floor's turn taken: the next waits a
+	// floor (an hour) and gives up with its context.
+	g.prompt()
+	r, err := g.acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r()
+	go func() {
+		_, err := g.acquire(ctx)
+		got <- err
+	}()
+	cancel()
+	if err := <-got; err == nil {
+		t.Fatal("a write waiting for its turn went with its context ended")
+	}
+	// A nil gate (an engine built by a test) waits for nothing.
+	var none *bulkGate
+	none.prompt()
+	if r, err := none.acquire(context.Background()); err != nil {
+		t.Fatal(err)
+	} else {
+		r()
+	}
+}
