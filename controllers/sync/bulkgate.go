@@ -61,6 +61,8 @@ func (g *bulkGate) acquire(ctx context.Context) (release func(), err error) {
 	if g == nil {
 		return func() {}, nil
 	}
+	bulkWaiting.Inc()
+	defer bulkWaiting.Dec()
 	for {
 		wait := g.turn(time.Now())
 		if wait <= 0 {

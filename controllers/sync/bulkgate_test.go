@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
 )
 
 // Bulk writes go at full pace while no prompt work was seen for the quiet
@@ -105,5 +107,41 @@ func TestBulkGateSlots(t *testing.T) {
 		t.Fatal(err)
 	} else {
 		r()
+	}
+}
+
+func waiting(t *testing.T) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := bulkWaiting.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetGauge().GetValue()
+}
+
+// kubefed_bulk_status_writes_waiting counts the bulk writes waiting for
+// their turn, and drops when they go or give up.
+func TestBulkGateWaitingMetric(t *testing.T) {
+	base := waiting(t)
+	g := newBulkGate(1, time.Hour, time.Hour)
+	g.prompt()
+	r, err := g.acquire(context.Background()) // the floor's turn
+	if err != nil {
+		t.Fatal(err)
+	}
+	r()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := g.acquire(ctx)
+		done <- err
+	}()
+	waitUntil(t, "the waiting write counted", func() bool { return waiting(t) == base+1 })
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("the waiting write went with its context ended")
+	}
+	if got := waiting(t); got != base {
+		t.Fatalf("gauge %v after the write gave up, want %v", got, base)
 	}
 }

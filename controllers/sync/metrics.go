@@ -53,6 +53,12 @@ var (
 		Name: "kubefed_status_write_conflicts_total",
 		Help: "Status writes of federated objects that conflicted with another replica's and were tried again.",
 	})
+	// bulkWaiting is the status writes of bulk work waiting for their
+	// turn while prompt work is on (bulkGate).
+	bulkWaiting = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "kubefed_bulk_status_writes_waiting",
+		Help: "Status writes of fan-out work (a member's readiness or a FederatedNamespace changed) waiting for changes of objects to ease.",
+	})
 	// statusWrites counts the status writes to federated objects.
 	statusWrites = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "kubefed_status_writes_total",
@@ -72,5 +78,5 @@ func observeDispatch(cluster, action string, start time.Time, err error) {
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(reconcileDuration, dispatchDuration, propagationLatency, dispatchInFlight,
-		clusterWriteDuration, clusterWriteErrors, statusWrites, statusConflicts)
+		clusterWriteDuration, clusterWriteErrors, statusWrites, statusConflicts, bulkWaiting)
 }
