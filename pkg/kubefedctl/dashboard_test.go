@@ -155,7 +155,7 @@ func newDashFixtureWith(t testing.TB, kinds map[schema.GroupVersionResource]stri
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	d.start(ctx)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for !d.current().synced || len(d.current().objects) < len(objects) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the dashboard did not sync: %d objects", len(d.current().objects))
