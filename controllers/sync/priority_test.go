@@ -167,8 +167,10 @@ func TestBulkStatusWritesAreBoundedAndPromptOnesAreNot(t *testing.T) {
 		t.Fatal(err)
 	}
 	const slots = 2
-	// No prompt work seen before: the bulk writes go at full pace.
-	w := &typeWorker{e: &Engine{host: host, bulk: newBulkGate(slots, time.Hour, time.Hour)},
+	// No floor: a bulk write that reaches the gate after the prompt one
+	// (the goroutines start in any order) waits only for a slot, which is
+	// what this test is about; the floor's pace is TestBulkGateSlots'.
+	w := &typeWorker{e: &Engine{host: host, bulk: newBulkGate(slots, time.Hour, 0)},
 		fedGVR:   schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta1", Resource: "federatedconfigmaps"},
 		recorder: record.NewFakeRecorder(10), log: logr.Discard(), statusWritten: map[string]statusRecord{}}
 	write := func(name string, bulk bool, done chan<- error) {
