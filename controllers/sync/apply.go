@@ -85,10 +85,11 @@ func ownPart(status map[string]any, keep func(string) bool) map[string]any {
 }
 
 // sameStatus reports whether two statuses are alike, whatever the order of
-// their entries: applied entries are kept in the order the server merged
-// them, not sorted.
+// their entries (applied entries are kept in the order the server merged
+// them, not sorted) and whether remote statuses are whole or digests (the
+// host cache holds digests).
 func sameStatus(a, b map[string]any) bool {
-	return sameJSON(sortedEntries(a), sortedEntries(b))
+	return sameJSON(sortedEntries(digestForm(a)), sortedEntries(digestForm(b)))
 }
 
 // sortedEntries is status with its entries in the order of their names (a

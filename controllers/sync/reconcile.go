@@ -58,6 +58,9 @@ type outcome struct {
 	status  typesv1beta1.PropagationStatusValue
 	message string
 	remote  any
+	// remoteDigest stands for remote where only its digest is known: an
+	// entry another writer wrote, as the host cache holds it.
+	remoteDigest string
 	// counts are the copy's counts that status aggregation sums; nil
 	// when the type's status is not aggregated or nothing was read.
 	counts map[string]int64

@@ -55,6 +55,8 @@ func buildStatus(old map[string]any, generation int64, outcomes []outcome, reaso
 			}
 			if o.remote != nil {
 				c["remoteStatus"] = jsonvalue.Copy(o.remote)
+			} else if o.remoteDigest != "" {
+				c[remoteDigestKey] = o.remoteDigest
 			}
 			if agg != nil && o.counts == nil {
 				// Not read this time (not ready, still propagating, a
@@ -563,6 +565,27 @@ func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructu
 			return 0, nil
 		}
 	}
+	if carriesDigests(status) {
+		// Others' entries came from the host cache, which holds digests of
+		// their remote statuses: write from the object as it is now.
+		live, err := w.hostResource(fed.GetNamespace()).Get(ctx, fed.GetName(), metav1.GetOptions{})
+		if err != nil {
+			if isGone(err) {
+				return 0, nil
+			}
+			return 0, fmt.Errorf("read for the status write: %w", err)
+		}
+		if live.GetUID() != fed.GetUID() || live.GetGeneration() != fed.GetGeneration() {
+			// Replaced, or changed since planned: planned again.
+			return 0, nil
+		}
+		fed = live
+		old, _ = fed.Object["status"].(map[string]any)
+		status = statusOf(old)
+		if sameStatus(old, status) {
+			return 0, nil
+		}
+	}
 	patch := mergePatch(old, status)
 	meta := map[string]any{"uid": string(fed.GetUID())}
 	if keep != nil {
@@ -625,6 +648,8 @@ func othersOutcomes(old map[string]any, keep func(string) bool) []outcome {
 		o := outcome{cluster: name, listed: true, status: typesv1beta1.PropagationStatusValue(status), message: said[name]}
 		if r, ok := m["remoteStatus"]; ok {
 			o.remote = r
+		} else if d, ok := m[remoteDigestKey].(string); ok {
+			o.remoteDigest = d
 		}
 		o.counts = countsOfEntry(m)
 		out = append(out, o)
