@@ -3,6 +3,7 @@ package sharding
 import (
 	"hash/fnv"
 	"slices"
+	"strings"
 )
 
 // Owner is the replica that should serve cluster: the one whose hash with
@@ -22,11 +23,57 @@ func Owner(cluster string, replicas []string) string {
 	return best
 }
 
-// Assign is the owner of every cluster.
+// Assign is the owner of every cluster: rendezvous hashing with bounded
+// loads. Pairs of cluster and replica are taken from the highest hash down,
+// each cluster going to the first replica of its pairs that has room, and a
+// replica has room for at most the fair share, len(clusters)/len(replicas)
+// rounded up. So no replica serves more than its share (plain rendezvous
+// hashing splits 9 members 4/3/2 or worse over 3 replicas, and the busiest
+// replica sets the memory every replica must be given), and ownership still
+// moves little when a replica comes or goes: a cluster keeps its replica
+// unless a pair ranked above it now fills that replica, or a replica that
+// ranks it higher has joined. Every replica that sees the same clusters and
+// live replicas computes the same owners. Owner is the same ranking for a
+// single name, without the bound.
 func Assign(clusters, replicas []string) map[string]string {
+	clusters, replicas = sortedUnique(clusters), sortedUnique(replicas)
 	out := make(map[string]string, len(clusters))
+	if len(replicas) == 0 {
+		for _, c := range clusters {
+			out[c] = ""
+		}
+		return out
+	}
+	type pair struct {
+		cluster, replica string
+		score            uint64
+	}
+	pairs := make([]pair, 0, len(clusters)*len(replicas))
 	for _, c := range clusters {
-		out[c] = Owner(c, replicas)
+		for _, r := range replicas {
+			pairs = append(pairs, pair{c, r, score(r, c)})
+		}
+	}
+	slices.SortFunc(pairs, func(a, b pair) int {
+		switch {
+		case a.score != b.score:
+			if a.score > b.score {
+				return -1
+			}
+			return 1
+		case a.cluster != b.cluster:
+			return strings.Compare(a.cluster, b.cluster)
+		}
+		return strings.Compare(a.replica, b.replica)
+	})
+	room := (len(clusters) + len(replicas) - 1) / len(replicas)
+	load := make(map[string]int, len(replicas))
+	for _, p := range pairs {
+		if _, done := out[p.cluster]; done || load[p.replica] >= room {
+			continue
+		}
+		out[p.cluster] = p.replica
+		load[p.replica]++
 	}
 	return out
 }

@@ -31,21 +31,26 @@ func TestOwnerIsDeterministicAndAReplica(t *testing.T) {
 }
 
 func TestAssignmentIsBalanced(t *testing.T) {
-	for _, tc := range []struct{ clusters, replicas int }{{300, 3}, {1000, 4}, {600, 6}} {
+	for _, tc := range []struct{ clusters, replicas int }{{300, 3}, {1000, 4}, {600, 6}, {9, 3}, {6, 3}, {12, 5}, {2, 3}} {
 		counts := map[string]int{}
 		for _, o := range Assign(names("cluster-", tc.clusters), names("kubefed-controller-manager-7d9f-", tc.replicas)) {
 			counts[o]++
 		}
-		fair := tc.clusters / tc.replicas
+		// No replica serves more than its share, rounded up: the busiest
+		// replica sets the memory and bandwidth each must be given.
+		room := (tc.clusters + tc.replicas - 1) / tc.replicas
+		total := 0
 		for r, n := range counts {
-			// Rendezvous hashing balances in expectation; ±35% of the fair
-			// share is far outside what a uniform hash produces at these sizes.
-			if n < fair*65/100 || n > fair*135/100 {
-				t.Errorf("%d clusters over %d replicas: %s serves %d, fair share %d", tc.clusters, tc.replicas, r, n, fair)
+			total += n
+			if n > room {
+				t.Errorf("%d clusters over %d replicas: %s serves %d, more than its share %d", tc.clusters, tc.replicas, r, n, room)
 			}
 		}
-		if len(counts) != tc.replicas {
-			t.Errorf("%d of %d replicas serve clusters", len(counts), tc.replicas)
+		if total != tc.clusters {
+			t.Errorf("%d of %d clusters assigned", total, tc.clusters)
+		}
+		if want := min(tc.clusters, tc.replicas); len(counts) != want {
+			t.Errorf("%d clusters over %d replicas: %d replicas serve clusters, want %d", tc.clusters, tc.replicas, len(counts), want)
 		}
 	}
 }
@@ -55,33 +60,41 @@ func TestAssignmentMovesLittleWhenReplicasComeAndGo(t *testing.T) {
 	three := []string{"r0", "r1", "r2"}
 	before := Assign(clusters, three)
 
-	// A replica joins: only clusters it takes move, about a quarter.
+	// A replica joins: it takes its share, and few other clusters move
+	// (those a replica, now with less room, no longer has room for).
 	four := append(three[:3:3], "r3")
 	after := Assign(clusters, four)
-	moved := 0
+	moved, taken := 0, 0
 	for c, o := range after {
 		if o != before[c] {
 			moved++
-			if o != "r3" {
-				t.Fatalf("cluster %s moved from %s to %s, not to the new replica", c, before[c], o)
-			}
+		}
+		if o == "r3" {
+			taken++
 		}
 	}
-	if moved < 600/4*65/100 || moved > 600/4*135/100 {
-		t.Errorf("%d of 600 clusters moved to the fourth replica, want about 150", moved)
+	if taken != 150 {
+		t.Errorf("the fourth replica took %d of 600 clusters, want its share, 150", taken)
+	}
+	if moved > taken*125/100 {
+		t.Errorf("%d of 600 clusters moved for the fourth replica's 150", moved)
 	}
 
-	// A replica leaves: only its clusters move, and they spread over the rest.
+	// A replica leaves: its clusters move, spread over the rest, and few others.
 	two := []string{"r0", "r2"}
 	after = Assign(clusters, two)
 	spread := map[string]int{}
+	mine, others := 0, 0
 	for c, o := range after {
-		if before[c] != "r1" && o != before[c] {
-			t.Fatalf("cluster %s of %s moved to %s when r1 left", c, before[c], o)
-		}
 		if before[c] == "r1" {
+			mine++
 			spread[o]++
+		} else if o != before[c] {
+			others++
 		}
+	}
+	if others > mine/4 {
+		t.Errorf("r1 left with %d clusters and %d others moved", mine, others)
 	}
 	if spread["r0"] == 0 || spread["r2"] == 0 {
 		t.Errorf("r1's clusters went to %v, want both survivors", spread)

@@ -68,6 +68,8 @@ type Shard struct {
 	// live are the replicas with a current membership Lease, self included
 	// while its own is.
 	live []string
+	// assigned is Assign over the joined members last listed and live.
+	assigned map[string]string
 	// self is this replica's membership Lease, and until when it counts.
 	self      *coordinationv1.Lease
 	selfUntil time.Time
@@ -145,12 +147,18 @@ func (s *Shard) WriteDeadline(cluster string) (time.Time, bool) {
 	return f.until, true
 }
 
-// Assigned reports whether rendezvous hashing over the live replicas gives
-// this replica the cluster name, joined or not: the one that reports a
-// cluster no replica writes to, such as a placement naming an unknown one.
+// Assigned reports whether this replica should serve the cluster name: a
+// joined member by Assign over the joined members and live replicas (each
+// replica's share bounded), any other name by rendezvous hashing over the
+// live replicas (the one that reports a cluster no replica writes to, such
+// as a placement naming an unknown one, or that adds an object's
+// finalizer).
 func (s *Shard) Assigned(cluster string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if owner, joined := s.assigned[cluster]; joined {
+		return owner == s.o.Identity
+	}
 	return Owner(cluster, s.live) == s.o.Identity
 }
 
@@ -273,6 +281,9 @@ func (s *Shard) step(ctx context.Context) {
 	for _, c := range joined {
 		isJoined[c] = true
 	}
+	s.mu.Lock()
+	s.assigned = Assign(joined, s.live)
+	s.mu.Unlock()
 	for _, c := range s.Held() {
 		if !isJoined[c] {
 			s.release(ctx, c, true)

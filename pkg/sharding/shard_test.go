@@ -224,8 +224,9 @@ func (f *testFleet) settle(want []string) map[string]string {
 		o := f.owners()
 		if len(o) == len(f.clusters) {
 			ok := true
+			assigned := Assign(f.clusters, want)
 			for c, id := range o {
-				ok = ok && id == Owner(c, want)
+				ok = ok && id == assigned[c]
 			}
 			if ok {
 				return o
@@ -313,10 +314,18 @@ func TestAJoiningReplicaTakesOnlyItsShareAndIsHandedItWithoutWaiting(t *testing.
 	if took := f.clock.now().Sub(start); took >= 15*time.Second {
 		t.Errorf("the handover took %s; a released fence should not wait for expiry", took)
 	}
+	moved, taken := 0, 0
 	for c, id := range after {
-		if id != before[c] && id != "c" {
-			t.Errorf("%s moved from %s to %s, not to the new replica", c, before[c], id)
+		if id != before[c] {
+			moved++
 		}
+		if id == "c" {
+			taken++
+		}
+	}
+	// Its share, and few others moved between a and b for room.
+	if taken != 10 || moved > 12 {
+		t.Errorf("the new replica took %d of 30 members and %d moved, want 10 and at most 12", taken, moved)
 	}
 	for id, h := range f.handlers {
 		h.mu.Lock()
