@@ -36,20 +36,11 @@ func remoteDigest(remote any) string {
 	return base64.RawStdEncoding.EncodeToString(sum[:18])
 }
 
-// compactRemoteStatus replaces, in place, every remoteStatus of a federated
-// object's status.clusters with its digest: the host informer's transform.
+// compactRemoteStatus puts a federated object's status in digest form: the
+// host informer's transform.
 func compactRemoteStatus(u *unstructured.Unstructured) {
-	status, _ := u.Object["status"].(map[string]any)
-	entries, _ := status["clusters"].([]any)
-	for _, e := range entries {
-		m, ok := e.(map[string]any)
-		if !ok {
-			continue
-		}
-		if r, ok := m["remoteStatus"]; ok {
-			m[remoteDigestKey] = remoteDigest(r)
-			delete(m, "remoteStatus")
-		}
+	if status, ok := u.Object["status"].(map[string]any); ok {
+		u.Object["status"] = digestForm(status)
 	}
 }
 

@@ -1,6 +1,7 @@
 package sharding
 
 import (
+	"cmp"
 	"hash/fnv"
 	"slices"
 	"strings"
@@ -55,16 +56,7 @@ func Assign(clusters, replicas []string) map[string]string {
 		}
 	}
 	slices.SortFunc(pairs, func(a, b pair) int {
-		switch {
-		case a.score != b.score:
-			if a.score > b.score {
-				return -1
-			}
-			return 1
-		case a.cluster != b.cluster:
-			return strings.Compare(a.cluster, b.cluster)
-		}
-		return strings.Compare(a.replica, b.replica)
+		return cmp.Or(cmp.Compare(b.score, a.score), strings.Compare(a.cluster, b.cluster), strings.Compare(a.replica, b.replica))
 	})
 	room := (len(clusters) + len(replicas) - 1) / len(replicas)
 	load := make(map[string]int, len(replicas))
