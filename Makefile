@@ -73,9 +73,9 @@ unit: ## Unit tests (no clusters); the packages that start goroutines again unde
 	go test -count=1 -race $(RACE_PACKAGES)
 
 .PHONY: integration
-integration: cluster-tools helm build ## Integration tests against real local control planes; the engine's under the race detector.
-	go test -count=1 -tags integration -timeout 20m $$(go list ./... | grep -v '/controllers/sync$$')
-	go test -count=1 -race -tags integration -timeout 20m ./controllers/sync/
+integration: cluster-tools helm build ## Integration tests against real local control planes; the engine's and the controller-manager's under the race detector.
+	go test -count=1 -tags integration -timeout 20m $$(go list ./... | grep -v -e '/controllers/sync$$' -e '/pkg/controllermanager$$')
+	go test -count=1 -race -tags integration -timeout 20m ./controllers/sync/ ./pkg/controllermanager/
 
 .PHONY: release-manifests
 release-manifests: helm ## Render the chart into dist/: one YAML per scope, for kubectl apply.

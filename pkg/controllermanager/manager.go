@@ -14,6 +14,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -232,12 +233,13 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, o Options, s *kubefedc
 		Scheme: scheme,
 		// The controllers are built anew when the KubeFedConfig changes;
 		// controller-runtime otherwise refuses a name it saw before.
-		Controller:                    config.Controller{SkipNameValidation: ptr.To(true)},
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
-		HealthProbeBindAddress:        o.HealthAddr,
-		PprofBindAddress:              o.PprofAddr,
-		WebhookServer:                 o.webhookServer(),
-		LeaderElection:                o.LeaderElect,
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		Metrics:                metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress: o.HealthAddr,
+		PprofBindAddress:       o.PprofAddr,
+		WebhookServer:          o.webhookServer(),
+		// Scale-out replicas elect the singletons' leader themselves.
+		LeaderElection:                o.LeaderElect && !o.ScaleOut,
 		LeaderElectionID:              LeaderElectionID,
 		LeaderElectionNamespace:       o.KubeFedNamespace,
 		LeaderElectionResourceLock:    "leases",
@@ -296,16 +298,16 @@ func (s *sharedState) stopTypes() {
 func setupControllers(ctx context.Context, cfg *rest.Config, mgr manager.Manager, o Options, kfc *corev1beta1.KubeFedConfig, s *kubefedconfig.Settings, shared *sharedState) error {
 	// With scale-out the controllers that every replica needs run on all
 	// of them and write only on the leader; the others stay leader-only.
-	var leader func() bool
+	var (
+		leader func() bool
+		single *singletons
+	)
 	if o.ScaleOut {
-		leader = func() bool {
-			select {
-			case <-mgr.Elected():
-				return true
-			default:
-				return false
-			}
+		var err error
+		if single, err = newSingletons(cfg, mgr, o, s); err != nil {
+			return err
 		}
+		leader = single.Leading
 	}
 	clusters := &cluster.Reconciler{
 		Options:    cluster.OptionsFromConfig(o.KubeFedNamespace, kfc.Spec.ClusterHealthCheck),
@@ -365,6 +367,48 @@ func setupControllers(ctx context.Context, cfg *rest.Config, mgr manager.Manager
 	if err := types.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the FederatedTypeConfig controller: %w", err)
 	}
+	singletonControllers := func(mgr manager.Manager) error {
+		return setupSingletonControllers(mgr, o, s, shared, pulled)
+	}
+	if single != nil {
+		// The singletons run in terms of leadership.
+		single.setup = singletonControllers
+		if err := mgr.Add(single); err != nil {
+			return fmt.Errorf("add the singleton controllers: %w", err)
+		}
+	} else if err := singletonControllers(mgr); err != nil {
+		return err
+	}
+	if o.WebhookPort != 0 {
+		if err := kubefedwebhook.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("set up the admission webhooks: %w", err)
+		}
+	}
+	return nil
+}
+
+// newSingletons prepares the terms of the singleton controllers of a
+// scale-out replica, on the Lease the leader of classic replicas holds.
+// The election has a client of its own, so that a renewal never waits
+// behind the replica's other requests for the client's rate limit.
+func newSingletons(cfg *rest.Config, mgr manager.Manager, o Options, s *kubefedconfig.Settings) (*singletons, error) {
+	kube, err := kubernetes.NewForConfig(rest.AddUserAgent(rest.CopyConfig(cfg), "leader-election"))
+	if err != nil {
+		return nil, fmt.Errorf("host client for the leader election: %w", err)
+	}
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, o.KubeFedNamespace, LeaderElectionID,
+		kube.CoreV1(), kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: o.ReplicaID})
+	if err != nil {
+		return nil, err
+	}
+	return &singletons{mgr: mgr, lock: lock, identity: o.ReplicaID,
+		lease: s.LeaseDuration, renew: s.RenewDeadline, retry: s.RetryPeriod,
+		log: ctrl.Log.WithName("singletons")}, nil
+}
+
+// setupSingletonControllers registers the controllers only the leader
+// runs: ReplicaSchedulingPreferences and the DNS records.
+func setupSingletonControllers(mgr manager.Manager, o Options, s *kubefedconfig.Settings, shared *sharedState, pulled *pullMembers) error {
 	if s.FeatureGates[corev1beta1.SchedulerPreferences] {
 		rsp := &scheduling.Reconciler{
 			Namespace:          o.KubeFedNamespace,
@@ -396,11 +440,6 @@ func setupControllers(ctx context.Context, cfg *rest.Config, mgr manager.Manager
 	if s.FeatureGates[corev1beta1.CrossClusterServiceDiscovery] || s.FeatureGates[corev1beta1.FederatedIngress] {
 		if err := (&dns.DNSEndpointReconciler{}).SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("set up the DNSEndpoint controllers: %w", err)
-		}
-	}
-	if o.WebhookPort != 0 {
-		if err := kubefedwebhook.SetupWithManager(mgr); err != nil {
-			return fmt.Errorf("set up the admission webhooks: %w", err)
 		}
 	}
 	return nil

@@ -12,8 +12,13 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubefed-io/kubefed/pkg/controllermanager"
 	"github.com/kubefed-io/kubefed/pkg/sharding"
 	"github.com/kubefed-io/kubefed/test/framework"
 )
@@ -33,9 +38,11 @@ func requestCount(ctx context.Context, c *framework.Cluster, verb, resource, cod
 var _ = Describe("Scale-out", Ordered, func() {
 	var (
 		first, second *framework.ControllerManager
-		ids           [2]string
-		clusters      []*framework.Cluster
-		names         []string
+		// restarted is the second replica started again after its kill.
+		restarted *framework.ControllerManager
+		ids       [2]string
+		clusters  []*framework.Cluster
+		names     []string
 	)
 
 	// fences maps each cluster to the replica holding its fence Lease.
@@ -72,6 +79,8 @@ var _ = Describe("Scale-out", Ordered, func() {
 		second, err = fw.StartControllerManager(ctx, filepath.Join(cmDir, "second"), "--zap-log-level=debug", "--scale-out", "--replica-id="+ids[1])
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func() error { return second.Stop() })
+		// The second replica started again outlives the spec that starts it.
+		DeferCleanup(func() error { return restarted.Stop() })
 
 		want := sharding.Assign(names, ids[:])
 		Eventually(fences).WithContext(ctx).WithTimeout(60*time.Second).Should(Equal(want), "every member fenced by its rendezvous owner")
@@ -164,9 +173,9 @@ var _ = Describe("Scale-out", Ordered, func() {
 
 	It("deletes across replicas: the finalizer goes once every replica's members dropped their copies", func(ctx context.Context) {
 		Expect(fences(ctx)).To(HaveLen(len(names)))
-		restarted, err := fw.StartControllerManager(ctx, filepath.Join(GinkgoT().TempDir(), "again"), "--zap-log-level=debug", "--scale-out", "--replica-id="+ids[1])
+		var err error
+		restarted, err = fw.StartControllerManager(ctx, filepath.Join(GinkgoT().TempDir(), "again"), "--zap-log-level=debug", "--scale-out", "--replica-id="+ids[1])
 		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() error { return restarted.Stop() })
 		want := sharding.Assign(names, ids[:])
 		// A joining replica is handed its members without waiting for
 		// Leases to expire.
@@ -186,5 +195,84 @@ var _ = Describe("Scale-out", Ordered, func() {
 		for _, c := range clusters {
 			Expect(framework.WaveCopies(ctx, c, scaleNS, "wave-")).To(Equal(30), c.Name)
 		}
+	})
+
+	It("keeps serving its members when another takes the leader Lease, and leads again once it is free", func(ctx context.Context) {
+		want := sharding.Assign(names, ids[:])
+		Expect(fences(ctx)).To(Equal(want))
+		replicas := map[string]*framework.ControllerManager{ids[0]: first, ids[1]: restarted}
+		leaseKey := client.ObjectKey{Namespace: kubefedNS, Name: controllermanager.LeaderElectionID}
+		holder := func() string {
+			lease := &coordinationv1.Lease{}
+			if err := fw.Host.Client.Get(ctx, leaseKey, lease); err != nil {
+				return ""
+			}
+			return ptr.Deref(lease.Spec.HolderIdentity, "")
+		}
+		Eventually(holder).WithTimeout(30 * time.Second).Should(BeElementOf(ids[0], ids[1]))
+		leaderID := holder()
+		leader := replicas[leaderID]
+		var other *framework.ControllerManager
+		for id, cm := range replicas {
+			if id != leaderID {
+				other = cm
+			}
+		}
+		logged := func(what string) func() int {
+			return func() int { return strings.Count(framework.ReadFile(leader.LogPath), what) }
+		}
+		lost, won := logged("lost the leader Lease"), logged("won the leader Lease")
+		lostBefore, wonBefore := lost(), won()
+
+		// Another holder takes the Lease, as a replica would whose renewal
+		// the leader missed on a busy host, and never renews it.
+		lease := &coordinationv1.Lease{}
+		Expect(fw.Host.Client.Get(ctx, leaseKey, lease)).To(Succeed())
+		now := metav1.NewMicroTime(time.Now())
+		lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds = ptr.To("e2e-thief"), ptr.To[int32](20)
+		lease.Spec.AcquireTime, lease.Spec.RenewTime = &now, &now
+		Expect(fw.Host.Client.Update(ctx, lease)).To(Succeed())
+		Eventually(lost).WithTimeout(60*time.Second).Should(Equal(lostBefore+1), "the leader notices the loss")
+
+		// It is still running and still serves its members: an object
+		// created now reaches every member.
+		Expect(leader.Exited()).To(BeFalse(), "the replica that lost the Lease exited")
+		Expect(fences(ctx)).To(Equal(want), "no member moved")
+		Expect(fw.Host.Client.Create(ctx, fedObject("ConfigMap", scaleNS, "after-loss", map[string]any{"data": map[string]any{"k": "v"}}, nil, nil))).To(Succeed())
+		Eventually(func() string { return propagationState(fedGet(ctx, "ConfigMap", scaleNS, "after-loss")) }).
+			WithTimeout(30 * time.Second).Should(Equal("True| " + strings.Join(names, " ")))
+
+		// Once the other replica stopped, only the one that lost the Lease
+		// can carry out a preference: it does when it leads again, after
+		// the thief's Lease expired, with its second term's controllers.
+		Expect(other.Stop()).To(Succeed())
+		labels := map[string]any{"app": "after-loss"}
+		Expect(fw.Host.Client.Create(ctx, fedObject("Deployment", scaleNS, "after-loss", map[string]any{"spec": map[string]any{
+			"replicas": int64(1), "selector": map[string]any{"matchLabels": labels},
+			"template": map[string]any{"metadata": map[string]any{"labels": labels},
+				"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "nginx:1.27"}}}},
+		}}, nil, nil))).To(Succeed())
+		Expect(fw.Host.Client.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "scheduling.kubefed.io/v1alpha1", "kind": "ReplicaSchedulingPreference",
+			"metadata": map[string]any{"name": "after-loss", "namespace": scaleNS},
+			"spec": map[string]any{"targetKind": "FederatedDeployment", "totalReplicas": int64(2 * len(names)),
+				"clusters": map[string]any{"*": map[string]any{"weight": int64(1)}}},
+		}})).To(Succeed())
+		Eventually(holder).WithTimeout(60*time.Second).Should(Equal(leaderID), "the replica that lost the Lease wins it again")
+		Expect(leader.Exited()).To(BeFalse())
+		Eventually(won).WithTimeout(10*time.Second).Should(Equal(wonBefore+1), "a second term in the same process")
+		replicasInMembers := func() int64 {
+			var sum int64
+			for _, c := range clusters {
+				d := memberObject(ctx, c, "apps/v1", "Deployment", scaleNS, "after-loss")
+				if d == nil {
+					return -1
+				}
+				n, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas")
+				sum += n
+			}
+			return sum
+		}
+		Eventually(replicasInMembers).WithTimeout(60*time.Second).Should(Equal(int64(2*len(names))), "the preference's replicas, split over the members")
 	})
 })
