@@ -94,6 +94,8 @@ type Reconciler struct {
 
 	// members caches what each member serves; nil when members are not tracked.
 	members *memberDiscovery
+	// resync carries Lead's requests; nil without Leader.
+	resync chan event.GenericEvent
 }
 
 // SetupWithManager registers the controller.
@@ -122,6 +124,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{NeedLeaderElection: ptr.To(r.Leader == nil)}).
 		For(&corev1beta1.FederatedTypeConfig{}, builder.WithPredicates(inNamespace, predicate.GenerationChangedPredicate{})).
 		Watches(&corev1beta1.FederatedTypeConfig{}, onNamespacesType, builder.WithPredicates(inNamespace))
+	if r.Leader != nil {
+		// Lead re-evaluates every type on a replica that starts leading.
+		r.resync = make(chan event.GenericEvent, 1)
+		b = b.WatchesRawSource(source.Channel(r.resync, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+			return r.allTypeConfigs(ctx)
+		})))
+	}
 	if r.tracksMembers() {
 		// A discovery that changed re-evaluates every type. One pending
 		// event enqueues them all when delivered, so a full buffer loses
@@ -148,6 +157,20 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			WatchesRawSource(source.Channel(discovered, onDiscovery))
 	}
 	return b.Complete(r)
+}
+
+// Lead re-evaluates every type once this replica leads: a replica that
+// did not lead skipped the finalizers, status and events, and nothing else
+// brings an unchanged FederatedTypeConfig back. One pending request covers
+// every call before it is delivered.
+func (r *Reconciler) Lead() {
+	if r.resync == nil {
+		return
+	}
+	select {
+	case r.resync <- event.GenericEvent{Object: &corev1beta1.FederatedTypeConfig{}}:
+	default:
+	}
 }
 
 // tracksMembers reports whether the type's presence in members is reported.

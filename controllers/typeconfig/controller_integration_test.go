@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -59,17 +61,18 @@ func waitFor(t *testing.T, what string, cond func() (bool, string)) {
 	t.Fatalf("timed out waiting for %s; last state: %s", what, last)
 }
 
-func TestTypeConfigLifecycle(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+// startHost starts a host cluster, stopped when the test ends, with the
+// core CRDs, the federated CRDs of the targets named by plurals and the
+// KubeFed namespace.
+func startHost(ctx context.Context, t *testing.T, plurals ...string) (*rest.Config, client.Client) {
+	t.Helper()
 	fed, err := localcluster.Start(ctx, localcluster.Options{WorkDir: t.TempDir(), Clusters: []string{"host"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = fed.Stop() }()
+	t.Cleanup(func() { _ = fed.Stop() })
 	cfg := fed.Host().RESTConfig()
-	scheme := framework.Scheme()
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := client.New(cfg, client.Options{Scheme: framework.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,13 +80,11 @@ func TestTypeConfigLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The core CRDs and only two federated CRDs: FederatedConfigMap is
-	// installed later, to prove a type starts once its CRD appears.
 	crds, err := framework.ReadCRDs(filepath.Join(root, "config", "crd", "bases"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, plural := range []string{"namespaces", "deployments"} {
+	for _, plural := range plurals {
 		crd, err := federatedtype.CRD(target(plural), federatedtype.Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -96,6 +97,16 @@ func TestTypeConfigLifecycle(t *testing.T) {
 	if err := framework.EnsureNamespace(ctx, c, ns); err != nil {
 		t.Fatal(err)
 	}
+	return cfg, c
+}
+
+func TestTypeConfigLifecycle(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// The core CRDs and only two federated CRDs: FederatedConfigMap is
+	// installed later, to prove a type starts once its CRD appears.
+	cfg, c := startHost(ctx, t, "namespaces", "deployments")
+	scheme := c.Scheme()
 
 	ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
@@ -447,4 +458,52 @@ func stateOf(ctx context.Context, c client.Client, name string) (string, string)
 		return string(ftc.Status.PropagationController), ""
 	}
 	return string(ftc.Status.PropagationController), cond.Reason
+}
+
+// TestTypeConfigWritesOnceItLeads runs the controller as a scale-out
+// replica does: every replica starts the types, only the leader writes. A
+// replica that starts leading writes the finalizer and status it skipped,
+// though the FederatedTypeConfig did not change.
+func TestTypeConfigWritesOnceItLeads(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg, c := startHost(ctx, t, "namespaces")
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: c.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
+		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner := &RecordingRunner{Log: ctrl.Log.WithName("runner")}
+	var leading atomic.Bool
+	r := &Reconciler{Runner: runner, Namespace: ns, PushReconciler: true, StatusCollection: true, Leader: leading.Load}
+	if err := r.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = mgr.Start(ctx) }()
+
+	if err := c.Create(ctx, federatedtype.TypeConfig(target("namespaces"), federatedtype.Options{})); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the type to run on a replica that does not lead", func() (bool, string) {
+		return slices.Contains(runner.Running(), "namespaces"), fmt.Sprint(runner.Running())
+	})
+	ftc := &corev1beta1.FederatedTypeConfig{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "namespaces"}, ftc); err != nil {
+		t.Fatal(err)
+	}
+	if len(ftc.Finalizers) != 0 || ftc.Status.ObservedGeneration != 0 {
+		t.Fatalf("a replica that does not lead wrote finalizers %v, status %+v", ftc.Finalizers, ftc.Status)
+	}
+
+	leading.Store(true)
+	r.Lead()
+	waitFor(t, "the finalizer and status once it leads", func() (bool, string) {
+		ftc := &corev1beta1.FederatedTypeConfig{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "namespaces"}, ftc); err != nil {
+			return false, err.Error()
+		}
+		ok := slices.Contains(ftc.Finalizers, corev1beta1.FederatedTypeConfigFinalizer) && ftc.Status.ObservedGeneration == ftc.Generation &&
+			ftc.Status.PropagationController == corev1beta1.ControllerStatusRunning
+		return ok, fmt.Sprintf("finalizers %v, status %+v", ftc.Finalizers, ftc.Status)
+	})
 }

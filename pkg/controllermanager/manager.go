@@ -367,6 +367,9 @@ func setupControllers(ctx context.Context, cfg *rest.Config, mgr manager.Manager
 	if err := types.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the FederatedTypeConfig controller: %w", err)
 	}
+	if single != nil {
+		single.onLead = append(single.onLead, types.Lead)
+	}
 	singletonControllers := func(mgr manager.Manager) error {
 		return setupSingletonControllers(mgr, o, s, shared, pulled)
 	}

@@ -42,8 +42,10 @@ type singletons struct {
 	identity            string
 	lease, renew, retry time.Duration
 	setup               func(manager.Manager) error
-	log                 logr.Logger
-	leading             atomic.Bool
+	// onLead are told when a term starts.
+	onLead  []func()
+	log     logr.Logger
+	leading atomic.Bool
 	// terms counts the terms won.
 	terms   atomic.Int64
 	indexMu sync.Mutex
@@ -134,6 +136,9 @@ func (s *singletons) term(term context.Context) error {
 	}
 	n := s.terms.Add(1)
 	s.log.Info("won the leader Lease: the singleton controllers start", "lease", s.lock.Describe(), "identity", s.identity, "term", n)
+	for _, f := range s.onLead {
+		f()
+	}
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
