@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kubefed-io/kubefed/pkg/controllermanager"
+	"github.com/kubefed-io/kubefed/pkg/memlimit"
 	"github.com/kubefed-io/kubefed/pkg/version"
 )
 
@@ -52,10 +53,22 @@ func agent(args []string) {
 func parseFlags(name string, args []string, add func(*pflag.FlagSet)) {
 	fs := pflag.NewFlagSet(name, pflag.ExitOnError)
 	add(fs)
+	ratio := fs.Float64("memory-limit-ratio", 0.9, "Set the Go runtime's soft memory limit to this fraction of the container's (cgroup's) memory limit, so that garbage is collected harder near it instead of the container being OOM-killed; 0 leaves it unset. GOMEMLIMIT, when set, wins.")
 	zapOpts := zap.Options{}
 	goFlags := flag.NewFlagSet("logging", flag.ExitOnError)
 	zapOpts.BindFlags(goFlags)
 	fs.AddGoFlagSet(goFlags)
 	_ = fs.Parse(args)
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	if err := memlimit.ValidateRatio(*ratio); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: --memory-limit-ratio: %v\n", name, err)
+		os.Exit(2)
+	}
+	log := ctrl.Log.WithName("setup")
+	switch soft, err := memlimit.Apply(*ratio); {
+	case err != nil:
+		log.Error(err, "Reading the container's memory limit; the Go runtime's soft limit is left unset")
+	case soft > 0:
+		log.Info("Go runtime soft memory limit set from the container's", "bytes", soft, "ratio", *ratio)
+	}
 }
