@@ -400,7 +400,9 @@ func newSingletons(cfg *rest.Config, mgr manager.Manager, o Options, s *kubefedc
 		return nil, fmt.Errorf("host client for the leader election: %w", err)
 	}
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, o.KubeFedNamespace, LeaderElectionID,
-		kube.CoreV1(), kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: o.ReplicaID})
+		kube.CoreV1(), kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: o.ReplicaID,
+			// "<replica> became leader", as the manager's own election says.
+			EventRecorder: leaseEvents{mgr.GetEventRecorder(LeaderElectionID)}})
 	if err != nil {
 		return nil, err
 	}

@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/ptr"
@@ -285,4 +287,12 @@ func (i termInformer) AddEventHandlerWithOptions(h toolscache.ResourceEventHandl
 		i.m.track(i.Informer, r)
 	}
 	return r, err
+}
+
+// leaseEvents records the election's events on the Lease through the
+// events.k8s.io recorder the controllers use.
+type leaseEvents struct{ recorder events.EventRecorder }
+
+func (e leaseEvents) Eventf(obj runtime.Object, eventType, reason, message string, args ...any) {
+	e.recorder.Eventf(obj, nil, eventType, reason, "LeaderElection", message, args...)
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
@@ -232,7 +234,16 @@ var _ = Describe("Scale-out", Ordered, func() {
 		lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds = ptr.To("e2e-thief"), ptr.To[int32](20)
 		lease.Spec.AcquireTime, lease.Spec.RenewTime = &now, &now
 		Expect(fw.Host.Client.Update(ctx, lease)).To(Succeed())
+		leaderGauge := func() string {
+			m, err := leader.Metrics()
+			if err != nil {
+				return err.Error()
+			}
+			return regexp.MustCompile(`(?m)^leader_election_master_status\{name="` + controllermanager.LeaderElectionID + `"\} \d+$`).FindString(m)
+		}
+		Expect(leaderGauge()).To(HaveSuffix(" 1"))
 		Eventually(lost).WithTimeout(60*time.Second).Should(Equal(lostBefore+1), "the leader notices the loss")
+		Eventually(leaderGauge).WithTimeout(5*time.Second).Should(HaveSuffix(" 0"), "leader_election_master_status after the loss")
 
 		// It is still running and still serves its members: an object
 		// created now reaches every member.
@@ -261,6 +272,18 @@ var _ = Describe("Scale-out", Ordered, func() {
 		Eventually(holder).WithTimeout(60*time.Second).Should(Equal(leaderID), "the replica that lost the Lease wins it again")
 		Expect(leader.Exited()).To(BeFalse())
 		Eventually(won).WithTimeout(10*time.Second).Should(Equal(wonBefore+1), "a second term in the same process")
+		Eventually(leaderGauge).WithTimeout(5*time.Second).Should(HaveSuffix(" 1"), "leader_election_master_status in the second term")
+		Eventually(func() []string {
+			list := &eventsv1.EventList{}
+			Expect(fw.Host.Client.List(ctx, list, client.InNamespace(kubefedNS))).To(Succeed())
+			var notes []string
+			for _, e := range list.Items {
+				if e.Regarding.Kind == "Lease" && e.Regarding.Name == controllermanager.LeaderElectionID && e.Reason == "LeaderElection" {
+					notes = append(notes, e.Note)
+				}
+			}
+			return notes
+		}).WithTimeout(10*time.Second).Should(ContainElement(leaderID+" became leader"), "the election's event on the Lease")
 		replicasInMembers := func() int64 {
 			var sum int64
 			for _, c := range clusters {
