@@ -5,6 +5,7 @@ package chart
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,6 +18,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
@@ -71,6 +73,7 @@ func TestChartInstall(t *testing.T) {
 			cp.checkMemberJoins(ctx, t)
 			cp.checkDefaultTypesRun(ctx, t)
 			cp.checkLeaderElection(ctx, t)
+			cp.checkLeasePriority(ctx, t)
 			cp.checkClusterEvents(ctx, t)
 			cp.checkNothingForbidden(t)
 		})
@@ -290,15 +293,9 @@ func checkAccess(ctx context.Context, t *testing.T, c *framework.Cluster, user, 
 // controller-manager could not start on a mix of the two.
 func (cp *controlPlane) start(ctx context.Context, t *testing.T, extraArgs ...string) {
 	t.Helper()
-	token, err := cp.fw.Host.Kube.CoreV1().ServiceAccounts(cp.namespace).CreateToken(ctx, cp.serviceAccount,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}},
-		metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("TokenRequest for %s/%s: %v", cp.namespace, cp.serviceAccount, err)
-	}
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["host"] = &clientcmdapi.Cluster{Server: cp.fw.Host.Config.Host, CertificateAuthorityData: cp.fw.Host.Config.CAData}
-	kc.AuthInfos[cp.serviceAccount] = &clientcmdapi.AuthInfo{Token: token.Status.Token}
+	kc.AuthInfos[cp.serviceAccount] = &clientcmdapi.AuthInfo{Token: cp.token(ctx, t)}
 	kc.Contexts[chartContext] = &clientcmdapi.Context{Cluster: "host", AuthInfo: cp.serviceAccount}
 	kc.CurrentContext = chartContext
 	dir := t.TempDir()
@@ -319,6 +316,60 @@ func (cp *controlPlane) start(ctx context.Context, t *testing.T, extraArgs ...st
 			t.Logf("controller-manager log (%s):\n%s", cm.LogPath, lastLines(framework.ReadFile(cm.LogPath), 80))
 		}
 	})
+}
+
+// token is a token of the release's ServiceAccount.
+func (cp *controlPlane) token(ctx context.Context, t *testing.T) string {
+	t.Helper()
+	token, err := cp.fw.Host.Kube.CoreV1().ServiceAccounts(cp.namespace).CreateToken(ctx, cp.serviceAccount,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}},
+		metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("TokenRequest for %s/%s: %v", cp.namespace, cp.serviceAccount, err)
+	}
+	return token.Status.Token
+}
+
+// checkLeasePriority asks the host's API Priority and Fairness, through
+// the priority level it names in each response, where the ServiceAccount's
+// requests go: the Lease requests to leader-election (the chart's
+// FlowSchema), the others not.
+func (cp *controlPlane) checkLeasePriority(ctx context.Context, t *testing.T) {
+	t.Helper()
+	pl, err := cp.fw.Host.Kube.FlowcontrolV1().PriorityLevelConfigurations().Get(ctx, "leader-election", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the host's leader-election priority level: %v", err)
+	}
+	cfg := rest.AnonymousClientConfig(cp.fw.Host.Config)
+	cfg.BearerToken = cp.token(ctx, t)
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	level := func(path string) string {
+		t.Helper()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.Host+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s as the ServiceAccount: %s", path, resp.Status)
+		}
+		return resp.Header.Get("X-Kubernetes-PF-PriorityLevel-UID")
+	}
+	lease := "/apis/coordination.k8s.io/v1/namespaces/" + cp.namespace + "/leases/kubefed-controller-manager"
+	if got := level(lease); got != string(pl.UID) {
+		t.Errorf("the ServiceAccount's Lease GET went to priority level %q, want leader-election (%s)", got, pl.UID)
+	}
+	clusters := "/apis/core.kubefed.io/v1beta1/namespaces/" + cp.namespace + "/kubefedclusters"
+	if got := level(clusters); got == "" || got == string(pl.UID) {
+		t.Errorf("the ServiceAccount's KubeFedCluster list went to priority level %q, want another than leader-election", got)
+	}
 }
 
 func lastLines(s string, n int) string {

@@ -14,6 +14,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -50,6 +51,7 @@ func TestChartRejectsInvalidValues(t *testing.T) {
 		"kubefedConfig.syncController.adoptResources=Sometimes":    "/kubefedConfig/syncController/adoptResources",
 		"kubefedConfig.featureGates.Teleport=Enabled":              "Teleport",
 		"kubefedConfig.statusController.maxConcurrentReconciles=0": "/kubefedConfig/statusController/maxConcurrentReconciles",
+		"controllerManager.leaseFlowSchema.matchingPrecedence=0":   "/controllerManager/leaseFlowSchema/matchingPrecedence",
 		// With the chart's KubeFedConfig, the first start is never seen.
 		"defaultTypes.installOnFirstStart=true": "defaultTypes.installOnFirstStart needs kubefedConfig.create=false",
 	} {
@@ -161,6 +163,33 @@ func TestScaleOutValues(t *testing.T) {
 		if listsLeases != on {
 			t.Errorf("scaleOut=%t: a Role lists Leases: %t", on, listsLeases)
 		}
+	}
+}
+
+// TestLeaseFlowSchemaValues: by default the ServiceAccount's Lease
+// requests in its namespace get a FlowSchema of their own; it can be left
+// out. TestChartInstall proves the API server classifies them by it.
+func TestLeaseFlowSchemaValues(t *testing.T) {
+	h := newHelm(t)
+	objs := h.template(t, renderNamespace, nil)
+	var fs flowcontrolv1.FlowSchema
+	into(t, only(t, objs, "FlowSchema"), &fs)
+	var d appsv1.Deployment
+	into(t, only(t, objs, "Deployment"), &d)
+	if fs.Spec.PriorityLevelConfiguration.Name != "leader-election" || len(fs.Spec.Rules) != 1 {
+		t.Fatalf("FlowSchema spec %+v", fs.Spec)
+	}
+	rule := fs.Spec.Rules[0]
+	if len(rule.Subjects) != 1 || rule.Subjects[0].ServiceAccount == nil ||
+		*rule.Subjects[0].ServiceAccount != (flowcontrolv1.ServiceAccountSubject{Name: d.Spec.Template.Spec.ServiceAccountName, Namespace: renderNamespace}) {
+		t.Errorf("subjects %+v, want the Deployment's ServiceAccount %s/%s", rule.Subjects, renderNamespace, d.Spec.Template.Spec.ServiceAccountName)
+	}
+	if len(rule.ResourceRules) != 1 || !slices.Equal(rule.ResourceRules[0].Resources, []string{"leases"}) ||
+		!slices.Equal(rule.ResourceRules[0].Namespaces, []string{renderNamespace}) {
+		t.Errorf("resource rules %+v, want the Leases of %s", rule.ResourceRules, renderNamespace)
+	}
+	if got := find(h.template(t, renderNamespace, nil, "controllerManager.leaseFlowSchema.enabled=false"), "FlowSchema"); len(got) != 0 {
+		t.Errorf("leaseFlowSchema.enabled=false rendered %d FlowSchemas", len(got))
 	}
 }
 
