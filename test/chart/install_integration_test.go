@@ -26,6 +26,7 @@ import (
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
 	"github.com/kubefed-io/kubefed/test/framework"
+	"github.com/kubefed-io/kubefed/test/localcluster"
 )
 
 // chartContext is the only context of the kubeconfig the controller-manager
@@ -87,7 +88,10 @@ func startHostAndMember(ctx context.Context, t *testing.T) *framework.Framework 
 	for _, name := range []string{"controller-manager", "kubefedctl"} {
 		binary(t, name, "make build")
 	}
-	fw, err := framework.Start(ctx, t.TempDir(), 1, testWriter{t})
+	// API Priority and Fairness, which the local clusters leave off, is on
+	// here: the chart's FlowSchema is checked against it.
+	fw, err := framework.StartWithArgs(ctx, t.TempDir(), 1, testWriter{t},
+		map[localcluster.Component][]string{localcluster.APIServer: {"--enable-priority-and-fairness=true"}})
 	if err != nil {
 		t.Fatal(err)
 	}

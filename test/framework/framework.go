@@ -97,12 +97,23 @@ func Start(ctx context.Context, workDir string, members int, out io.Writer) (*Fr
 // names: pods are scheduled and become Ready. With nodes it always starts a
 // federation of its own.
 func StartWithNodes(ctx context.Context, workDir string, members int, out io.Writer, nodes localcluster.NodeOptions, memberNodes map[string]localcluster.NodeOptions) (*Framework, error) {
+	return start(ctx, workDir, members, out, nodes, memberNodes, nil)
+}
+
+// StartWithArgs is Start with extraArgs appended to the command lines of
+// every cluster's components; it always starts a federation of its own.
+func StartWithArgs(ctx context.Context, workDir string, members int, out io.Writer, extraArgs map[localcluster.Component][]string) (*Framework, error) {
+	return start(ctx, workDir, members, out, localcluster.NodeOptions{}, nil, extraArgs)
+}
+
+func start(ctx context.Context, workDir string, members int, out io.Writer, nodes localcluster.NodeOptions, memberNodes map[string]localcluster.NodeOptions,
+	extraArgs map[localcluster.Component][]string) (*Framework, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return nil, err
 	}
 	f := &Framework{RepoRoot: root}
-	if dir := os.Getenv(ReuseDirEnv); dir != "" && nodes.Count == 0 && len(memberNodes) == 0 {
+	if dir := os.Getenv(ReuseDirEnv); dir != "" && nodes.Count == 0 && len(memberNodes) == 0 && len(extraArgs) == 0 {
 		f.Fed, err = localcluster.Load(dir)
 	} else {
 		names := []string{"host"}
@@ -117,6 +128,7 @@ func StartWithNodes(ctx context.Context, workDir string, members int, out io.Wri
 			Out:         out,
 			Nodes:       nodes,
 			MemberNodes: memberNodes,
+			ExtraArgs:   extraArgs,
 		})
 	}
 	if err != nil {
