@@ -94,8 +94,9 @@ type Reconciler struct {
 
 	// members caches what each member serves; nil when members are not tracked.
 	members *memberDiscovery
-	// resync carries Lead's requests; nil without Leader.
-	resync chan event.GenericEvent
+	// everyType carries requests to re-evaluate every type (Lead, a
+	// changed member discovery); nil when neither can happen.
+	everyType chan event.GenericEvent
 }
 
 // SetupWithManager registers the controller.
@@ -124,24 +125,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{NeedLeaderElection: ptr.To(r.Leader == nil)}).
 		For(&corev1beta1.FederatedTypeConfig{}, builder.WithPredicates(inNamespace, predicate.GenerationChangedPredicate{})).
 		Watches(&corev1beta1.FederatedTypeConfig{}, onNamespacesType, builder.WithPredicates(inNamespace))
-	if r.Leader != nil {
-		// Lead re-evaluates every type on a replica that starts leading.
-		r.resync = make(chan event.GenericEvent, 1)
-		b = b.WatchesRawSource(source.Channel(r.resync, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+	if r.Leader != nil || r.tracksMembers() {
+		// A changed member discovery, or a replica that starts leading,
+		// re-evaluates every type. One pending event enqueues them all
+		// when delivered, so a full buffer loses nothing and no sender
+		// ever blocks.
+		r.everyType = make(chan event.GenericEvent, 1)
+		b = b.WatchesRawSource(source.Channel(r.everyType, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 			return r.allTypeConfigs(ctx)
 		})))
 	}
 	if r.tracksMembers() {
-		// A discovery that changed re-evaluates every type. One pending
-		// event enqueues them all when delivered, so a full buffer loses
-		// nothing and the discovery goroutine never blocks.
-		discovered := make(chan event.GenericEvent, 1)
-		r.members = newMemberDiscovery(r.MemberDiscoveryTTL, func(name string) {
-			select {
-			case discovered <- event.GenericEvent{Object: &corev1beta1.KubeFedCluster{}}:
-			default:
-			}
-		})
+		r.members = newMemberDiscovery(r.MemberDiscoveryTTL, func(string) { r.reevaluateAll() })
 		// A member that comes or goes changes every type's presence. Its
 		// cached discovery is dropped before the types are enqueued, so
 		// that their reconciles ask it again: a member coming back may
@@ -150,11 +145,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			r.members.forget(o.GetName())
 			return r.allTypeConfigs(ctx)
 		})
-		onDiscovery := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
-			return r.allTypeConfigs(ctx)
-		})
-		b = b.WatchesRawSource(cluster.ReadinessSource(r.Readiness, onReadiness)).
-			WatchesRawSource(source.Channel(discovered, onDiscovery))
+		b = b.WatchesRawSource(cluster.ReadinessSource(r.Readiness, onReadiness))
 	}
 	return b.Complete(r)
 }
@@ -163,12 +154,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // did not lead skipped the finalizers, status and events, and nothing else
 // brings an unchanged FederatedTypeConfig back. One pending request covers
 // every call before it is delivered.
-func (r *Reconciler) Lead() {
-	if r.resync == nil {
+func (r *Reconciler) Lead() { r.reevaluateAll() }
+
+// reevaluateAll enqueues every type, without blocking.
+func (r *Reconciler) reevaluateAll() {
+	if r.everyType == nil {
 		return
 	}
 	select {
-	case r.resync <- event.GenericEvent{Object: &corev1beta1.FederatedTypeConfig{}}:
+	case r.everyType <- event.GenericEvent{Object: &corev1beta1.FederatedTypeConfig{}}:
 	default:
 	}
 }

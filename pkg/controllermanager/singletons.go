@@ -127,9 +127,8 @@ func (s *singletons) term(term context.Context) error {
 	// Writes stop as soon as the Lease is lost, not once all has stopped.
 	stopLeading := context.AfterFunc(ctx, func() { s.leading.Store(false) })
 	defer func() {
-		if stopLeading() {
-			s.leading.Store(false)
-		}
+		stopLeading()
+		s.leading.Store(false)
 	}()
 	m := &termManager{Manager: s.mgr, s: s}
 	defer m.removeHandlers()
