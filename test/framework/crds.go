@@ -13,7 +13,6 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -101,26 +100,6 @@ func InstallCRDs(ctx context.Context, c client.Client, crds []*apiextensionsv1.C
 		})
 		if err != nil {
 			return fmt.Errorf("CRD %s not established: %w", name, err)
-		}
-	}
-	// Established is not served yet: discovery, through which the client
-	// maps a kind to its resource, lags behind it, and a create in that
-	// window fails with "no matches for kind". The client's mapper asks
-	// discovery again on each miss.
-	for _, crd := range crds {
-		gk := schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind}
-		for _, v := range crd.Spec.Versions {
-			if !v.Served {
-				continue
-			}
-			var last error
-			err := poll(ctx, time.Minute, func(context.Context) (bool, error) {
-				_, last = c.RESTMapper().RESTMapping(gk, v.Name)
-				return last == nil, nil
-			})
-			if err != nil {
-				return fmt.Errorf("CRD %s version %s not in discovery: %w (last: %v)", crd.Name, v.Name, err, last)
-			}
 		}
 	}
 	return nil
