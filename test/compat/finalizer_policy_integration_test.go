@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -50,17 +51,29 @@ func TestSyncFinalizerPolicy(t *testing.T) {
 	}
 	n := 0
 	// created is the finalizers a dry-run create of a federated object of
-	// kind, listing finalizers, ends up with.
+	// kind, listing finalizers, ends up with. Until the API server's
+	// admission policies have loaded a new CRD's schema they refuse its
+	// objects with 503 ("There can be a delay between when
+	// CustomResourceDefinitions are created and when they are available"):
+	// the create is tried again then, for up to a minute.
 	created := func(kind string, finalizers ...string) []string {
 		t.Helper()
 		n++
-		obj := object(fmt.Sprintf(`{"apiVersion": "types.kubefed.io/v1beta1", "kind": %q,
-			"metadata": {"name": "probe-%d", "namespace": "team-a"}, "spec": {"template": {}}}`, kind, n))
-		obj.SetFinalizers(finalizers)
-		if err := host.Create(ctx, obj, client.DryRunAll); err != nil {
-			t.Fatalf("create %s: %v", kind, err)
+		deadline := time.Now().Add(time.Minute)
+		for {
+			obj := object(fmt.Sprintf(`{"apiVersion": "types.kubefed.io/v1beta1", "kind": %q,
+				"metadata": {"name": "probe-%d", "namespace": "team-a"}, "spec": {"template": {}}}`, kind, n))
+			obj.SetFinalizers(finalizers)
+			err := host.Create(ctx, obj, client.DryRunAll)
+			if apierrors.IsServiceUnavailable(err) && time.Now().Before(deadline) {
+				time.Sleep(200 * time.Millisecond)
+				continue
+			}
+			if err != nil {
+				t.Fatalf("create %s: %v", kind, err)
+			}
+			return obj.GetFinalizers()
 		}
-		return obj.GetFinalizers()
 	}
 	// eventually waits for the API server to act on a change of the
 	// policy's params, which it watches.
