@@ -36,13 +36,29 @@ function check(ok, message) {
   }
 }
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  // The machine has no network: Chromium's own background connections
-  // would only be refused.
-  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-});
+// Chromium itself has crashed while starting on the loaded 2-CPU machine
+// (SIGSEGV before any page opened); starting it is tried up to three
+// times. Nothing after the launch is retried.
+async function launch() {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await chromium.launch({
+        executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+        // The machine has no network: Chromium's own background connections
+        // would only be refused.
+        args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+          "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+      });
+    } catch (err) {
+      if (attempt >= 3) {
+        throw err;
+      }
+      console.error(`chromium did not start (attempt ${attempt}): ${String(err.message).split("\n")[0]}`);
+    }
+  }
+}
+
+const browser = await launch();
 try {
   const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
   page.setDefaultTimeout(15000);
