@@ -97,6 +97,16 @@ type Reconciler struct {
 	// everyType carries requests to re-evaluate every type (Lead, a
 	// changed member discovery); nil when neither can happen.
 	everyType chan event.GenericEvent
+
+	// APIReader reads the ConfigMap of propagating types past the cache,
+	// which does not hold ConfigMaps; the manager's when nil.
+	APIReader client.Reader
+	// publishMu guards published and publishForbidden.
+	publishMu sync.Mutex
+	// published is the ConfigMap's data as this leader last wrote or
+	// found it; nil until then, and again once leading starts.
+	published        map[string]string
+	publishForbidden bool
 }
 
 // SetupWithManager registers the controller.
@@ -109,6 +119,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("federatedtypeconfig-controller")
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
 	}
 	r.running = map[string]corev1beta1.FederatedTypeConfigSpec{}
 	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == r.Namespace })
@@ -154,7 +167,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // did not lead skipped the finalizers, status and events, and nothing else
 // brings an unchanged FederatedTypeConfig back. One pending request covers
 // every call before it is delivered.
-func (r *Reconciler) Lead() { r.reevaluateAll() }
+func (r *Reconciler) Lead() {
+	// Another leader may have written the ConfigMap meanwhile.
+	r.publishMu.Lock()
+	r.published = nil
+	r.publishMu.Unlock()
+	r.reevaluateAll()
+}
 
 // reevaluateAll enqueues every type, without blocking.
 func (r *Reconciler) reevaluateAll() {
@@ -201,6 +220,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			r.stop(req.Name)
 			forgetPresence(req.Name)
+			if r.Leader == nil || r.Leader() {
+				return ctrl.Result{}, r.publishPropagating(ctx, req.Name, nil)
+			}
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -209,6 +231,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !ftc.DeletionTimestamp.IsZero() {
 		r.stop(ftc.Name)
 		forgetPresence(ftc.Name)
+		if writes {
+			// Objects created from now on get the finalizer from the
+			// engine while it runs, not from the policy.
+			if err := r.publishPropagating(ctx, ftc.Name, ftc); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
 		if writes && controllerutil.RemoveFinalizer(ftc, corev1beta1.FederatedTypeConfigFinalizer) {
 			if err := r.Client.Update(ctx, ftc); err != nil && !apierrors.IsNotFound(err) {
 				return ctrl.Result{}, fmt.Errorf("remove finalizer from FederatedTypeConfig %s: %w", ftc.Name, err)
@@ -252,6 +281,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		presence = r.reportPresence(ctx, ftc)
 	}
 	if err := r.writeStatus(ctx, ftc, verdict, presence); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.publishPropagating(ctx, ftc.Name, ftc); err != nil {
 		return ctrl.Result{}, err
 	}
 	if startErr != nil {

@@ -5,6 +5,7 @@ package typeconfig
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -151,6 +153,15 @@ func TestTypeConfigLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// expectListed waits until the ConfigMap the sync-finalizer admission
+	// policy reads lists exactly these types, keyed as the API server
+	// names them, with their FederatedTypeConfigs.
+	expectListed := func(want map[string]string) {
+		t.Helper()
+		waitFor(t, fmt.Sprintf("propagating types %v", want), func() (bool, string) {
+			return propagatingTypes(ctx, c, want)
+		})
+	}
 
 	// A namespaced type waits for the namespaces type.
 	create("deployments")
@@ -164,6 +175,8 @@ func TestTypeConfigLifecycle(t *testing.T) {
 	if got := runner.Running(); !slices.Equal(got, []string{"deployments.apps", "namespaces"}) {
 		t.Fatalf("running types %v", got)
 	}
+	expectListed(map[string]string{"federatednamespaces.types.kubefed.io": "namespaces",
+		"federateddeployments.types.kubefed.io": "deployments.apps"})
 	ftc := get("deployments.apps")
 	if !slices.Contains(ftc.Finalizers, corev1beta1.FederatedTypeConfigFinalizer) {
 		t.Fatalf("finalizer missing: %v", ftc.Finalizers)
@@ -180,6 +193,8 @@ func TestTypeConfigLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	expectState("configmaps", "Running", ReasonRunning)
+	expectListed(map[string]string{"federatednamespaces.types.kubefed.io": "namespaces",
+		"federateddeployments.types.kubefed.io": "deployments.apps", "federatedconfigmaps.types.kubefed.io": "configmaps"})
 
 	// A target type the host does not serve is reported with an event, and blocks nothing else.
 	widget := federatedtype.TypeConfig(federatedtype.Target{Group: "example.com", Version: "v1", Kind: "Widget", Plural: "widgets", Namespaced: true}, federatedtype.Options{})
@@ -202,6 +217,7 @@ func TestTypeConfigLifecycle(t *testing.T) {
 	if slices.Contains(runner.Running(), "deployments.apps") {
 		t.Fatal("disabled type still runs")
 	}
+	expectListed(map[string]string{"federatednamespaces.types.kubefed.io": "namespaces", "federatedconfigmaps.types.kubefed.io": "configmaps"})
 	ftc = get("deployments.apps")
 	ftc.Spec.Propagation = corev1beta1.Enabled
 	if err := c.Update(ctx, ftc); err != nil {
@@ -234,6 +250,7 @@ func TestTypeConfigLifecycle(t *testing.T) {
 	if slices.Contains(runner.Running(), "deployments.apps") {
 		t.Fatal("deleted type still runs")
 	}
+	expectListed(map[string]string{"federatednamespaces.types.kubefed.io": "namespaces", "federatedconfigmaps.types.kubefed.io": "configmaps"})
 	// Deleting the namespaces type stops the namespaced types that need it.
 	if err := c.Delete(ctx, get("namespaces")); err != nil {
 		t.Fatal(err)
@@ -242,6 +259,17 @@ func TestTypeConfigLifecycle(t *testing.T) {
 	if got := runner.Running(); len(got) != 0 {
 		t.Fatalf("still running: %v", got)
 	}
+	expectListed(map[string]string{})
+}
+
+// propagatingTypes reports whether the ConfigMap of propagating types
+// holds want, and what it holds.
+func propagatingTypes(ctx context.Context, c client.Client, want map[string]string) (bool, string) {
+	cm := &corev1.ConfigMap{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: corev1beta1.PropagatingTypesConfigMap}, cm); err != nil {
+		return false, err.Error()
+	}
+	return maps.Equal(cm.Data, want), fmt.Sprint(cm.Data)
 }
 
 // gizmoCRD defines a cluster-scoped custom type, the target type of the
@@ -494,6 +522,9 @@ func TestTypeConfigWritesOnceItLeads(t *testing.T) {
 	if len(ftc.Finalizers) != 0 || ftc.Status.ObservedGeneration != 0 {
 		t.Fatalf("a replica that does not lead wrote finalizers %v, status %+v", ftc.Finalizers, ftc.Status)
 	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: corev1beta1.PropagatingTypesConfigMap}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("a replica that does not lead wrote the ConfigMap of propagating types (get: %v)", err)
+	}
 
 	leading.Store(true)
 	r.Lead()
@@ -505,5 +536,8 @@ func TestTypeConfigWritesOnceItLeads(t *testing.T) {
 		ok := slices.Contains(ftc.Finalizers, corev1beta1.FederatedTypeConfigFinalizer) && ftc.Status.ObservedGeneration == ftc.Generation &&
 			ftc.Status.PropagationController == corev1beta1.ControllerStatusRunning
 		return ok, fmt.Sprintf("finalizers %v, status %+v", ftc.Finalizers, ftc.Status)
+	})
+	waitFor(t, "the type listed once it leads", func() (bool, string) {
+		return propagatingTypes(ctx, c, map[string]string{"federatednamespaces.types.kubefed.io": "namespaces"})
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -442,6 +444,28 @@ func (cp *controlPlane) checkDefaultTypesRun(ctx context.Context, t *testing.T) 
 			return false, fmt.Sprintf("%d FederatedTypeConfigs, want %d", len(list.Items), want)
 		}
 		return len(notRunning) == 0, "not running: " + strings.Join(notRunning, ", ")
+	})
+	// The chart's admission policy gives a new federated object the sync
+	// controller's finalizer, from the ConfigMap of propagating types the
+	// controller-manager keeps in its namespace with the chart's rights: a
+	// dry-run create's answer carries it.
+	eventually(t, 30*time.Second, "the finalizer on a new FederatedConfigMap at admission", func() (bool, string) {
+		var listed corev1.ConfigMap
+		if err := cp.fw.Host.Client.Get(ctx, client.ObjectKey{Namespace: cp.namespace, Name: corev1beta1.PropagatingTypesConfigMap}, &listed); err != nil {
+			return false, err.Error()
+		}
+		if listed.Data["federatedconfigmaps.types.kubefed.io"] != "configmaps" {
+			return false, fmt.Sprintf("propagating types %v", listed.Data)
+		}
+		probe := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedConfigMap",
+			"metadata": map[string]any{"name": "admission-probe", "namespace": cp.namespace},
+			"spec":     map[string]any{"template": map[string]any{}},
+		}}
+		if err := cp.fw.Host.Client.Create(ctx, probe, client.DryRunAll); err != nil {
+			return false, err.Error()
+		}
+		return slices.Contains(probe.GetFinalizers(), corev1beta1.SyncControllerFinalizer), fmt.Sprintf("finalizers %v", probe.GetFinalizers())
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,35 +18,30 @@ import (
 )
 
 // config/admission/sync-finalizer.yaml gives a federated object the sync
-// controller's finalizer as it is created, exactly when its type's
-// FederatedTypeConfig propagates and runs: the controller-manager would add
-// it itself then, and only then.
+// controller's finalizer as it is created, exactly when its type is listed
+// in the ConfigMap kubefed-propagating-types of the control plane's
+// namespace, which the controller-manager keeps to the types whose
+// FederatedTypeConfig propagates and runs (controllers/typeconfig, tested
+// there): the controller-manager would add it itself then, and only then.
 func TestSyncFinalizerPolicy(t *testing.T) {
 	ctx := context.Background()
-	ftc := typeConfig(func(spec map[string]any) {
-		spec["targetType"] = map[string]any{"kind": "ServiceAccount", "pluralName": "serviceaccounts", "scope": "Namespaced", "version": "v1"}
-		spec["federatedType"] = map[string]any{"group": "types.kubefed.io", "kind": "FederatedServiceAccount",
-			"pluralName": "federatedserviceaccounts", "scope": "Namespaced", "version": "v1beta1"}
-	})
-	if err := host.Create(ctx, ftc); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = host.Delete(ctx, ftc) }()
-	setRunning := func(status corev1beta1.ControllerStatus) {
+	cm := &corev1.ConfigMap{}
+	cm.Namespace, cm.Name = "kube-federation-system", corev1beta1.PropagatingTypesConfigMap
+	defer func() { _ = host.Delete(ctx, cm) }()
+	// list makes the ConfigMap list the types, creating it the first time.
+	list := func(types ...string) {
 		t.Helper()
-		if err := unstructured.SetNestedField(ftc.Object, string(status), "status", "propagationController"); err != nil {
-			t.Fatal(err)
+		cm.Data = map[string]string{}
+		for _, ty := range types {
+			cm.Data[ty] = "some-type-config"
 		}
-		if err := host.Status().Update(ctx, ftc); err != nil {
-			t.Fatal(err)
+		var err error
+		if cm.ResourceVersion == "" {
+			err = host.Create(ctx, cm)
+		} else {
+			err = host.Update(ctx, cm)
 		}
-	}
-	setPropagation := func(mode corev1beta1.Mode) {
-		t.Helper()
-		if err := unstructured.SetNestedField(ftc.Object, string(mode), "spec", "propagation"); err != nil {
-			t.Fatal(err)
-		}
-		if err := host.Update(ctx, ftc); err != nil {
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -91,14 +87,19 @@ func TestSyncFinalizerPolicy(t *testing.T) {
 		return slices.Contains(finalizers, corev1beta1.SyncControllerFinalizer)
 	}
 
-	setRunning(corev1beta1.ControllerStatusRunning)
+	// Without the ConfigMap (an older controller-manager, or none yet) the
+	// policy adds nothing: the engine adds the finalizer then.
+	if got := created("FederatedServiceAccount"); has(got) {
+		t.Errorf("without the ConfigMap a FederatedServiceAccount got finalizers %v", got)
+	}
+	list("federatedserviceaccounts.types.kubefed.io", "federatedconfigmaps.example.io")
 	eventually("the finalizer on a type that propagates and runs", func() bool {
 		return has(created("FederatedServiceAccount"))
 	})
-	// A type without a FederatedTypeConfig is left alone: the policy was
-	// acting on the other one just before.
+	// A type not listed is left alone: the policy was acting on another
+	// one just before.
 	if got := created("FederatedJob"); has(got) {
-		t.Errorf("a FederatedJob, whose type has no FederatedTypeConfig, got finalizers %v", got)
+		t.Errorf("a FederatedJob, whose type is not listed, got finalizers %v", got)
 	}
 	// Finalizers of others are kept, and ours is not listed twice.
 	if got, want := created("FederatedServiceAccount", "example.com/keep"), []string{"example.com/keep", corev1beta1.SyncControllerFinalizer}; !slices.Equal(got, want) {
@@ -146,18 +147,23 @@ func TestSyncFinalizerPolicy(t *testing.T) {
 	}
 	first = again
 
-	// Enabled but not reported Running: the controller-manager is not
-	// syncing the type, so nothing would release a finalizer.
-	setRunning(corev1beta1.ControllerStatusNotRunning)
-	eventually("no finalizer once propagation is reported NotRunning", func() bool {
+	// No longer listed (the type stopped running, or its propagation was
+	// disabled): nothing would release a finalizer.
+	list("federatedjobs.types.kubefed.io")
+	eventually("no finalizer once the type is no longer listed", func() bool {
 		return !has(created("FederatedServiceAccount"))
 	})
-	setRunning(corev1beta1.ControllerStatusRunning)
-	eventually("the finalizer once Running again", func() bool {
+	eventually("the finalizer on the type listed now", func() bool {
+		return has(created("FederatedJob"))
+	})
+	list("federatedserviceaccounts.types.kubefed.io")
+	eventually("the finalizer once listed again", func() bool {
 		return has(created("FederatedServiceAccount"))
 	})
-	setPropagation(corev1beta1.Disabled)
-	eventually("no finalizer once propagation is Disabled", func() bool {
+	if err := host.Delete(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	eventually("no finalizer once the ConfigMap is gone", func() bool {
 		return !has(created("FederatedServiceAccount"))
 	})
 }

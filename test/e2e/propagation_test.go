@@ -295,6 +295,14 @@ var _ = Describe("Propagation", Ordered, func() {
 		}
 		f := fedGet(ctx, "Deployment", propNS, "nginx")
 		Expect(f.GetFinalizers()).To(ContainElement(corev1beta1.SyncControllerFinalizer))
+		// The API server's admission policy gives it at creation, from the
+		// ConfigMap of propagating types the controller-manager keeps: the
+		// answer to a create carries it before the engine could write it.
+		Eventually(func(g Gomega) []string {
+			probe := fedObject("Deployment", propNS, "admission-probe", deployment(1, "nginx:1.27"), nil, nil)
+			g.Expect(fw.Host.Client.Create(ctx, probe, client.DryRunAll)).To(Succeed())
+			return probe.GetFinalizers()
+		}).WithTimeout(30 * time.Second).Should(ContainElement(corev1beta1.SyncControllerFinalizer))
 		gen, _, _ := unstructured.NestedInt64(f.Object, "status", "observedGeneration")
 		Expect(gen).To(Equal(f.GetGeneration()))
 	})

@@ -31,4 +31,11 @@ const (
 	SyncControllerFinalizer = "kubefed.io/sync-controller"
 	// FederatedTypeConfigFinalizer holds an FTC until its controllers stopped.
 	FederatedTypeConfigFinalizer = "core.kubefed.io/federated-type-config"
+
+	// PropagatingTypesConfigMap is the ConfigMap, in the control plane's
+	// namespace, that lists the federated types whose FederatedTypeConfig
+	// propagates and is reported Running, keyed "<pluralName>.<group>"
+	// (the value is the FederatedTypeConfig's name). The controller-manager
+	// keeps it; the sync-finalizer admission policy reads it as its params.
+	PropagatingTypesConfigMap = "kubefed-propagating-types"
 )
