@@ -346,14 +346,17 @@ func (cp *controlPlane) checkLeasePriority(ctx context.Context, t *testing.T) {
 	if err != nil {
 		t.Fatalf("the host's leader-election priority level: %v", err)
 	}
-	cfg := rest.AnonymousClientConfig(cp.fw.Host.Config)
-	cfg.BearerToken = cp.token(ctx, t)
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	level := func(path string) string {
+	// level is the priority level the host's answer to a GET of path, as
+	// the holder of token, names; the request is classified before it is
+	// authorized, so a refusal names it too.
+	level := func(token, path string, want int) string {
 		t.Helper()
+		cfg := rest.AnonymousClientConfig(cp.fw.Host.Config)
+		cfg.BearerToken = token
+		hc, err := rest.HTTPClientFor(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.Host+path, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -363,18 +366,36 @@ func (cp *controlPlane) checkLeasePriority(ctx context.Context, t *testing.T) {
 			t.Fatal(err)
 		}
 		_ = resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("GET %s as the ServiceAccount: %s", path, resp.Status)
+		if resp.StatusCode != want {
+			t.Fatalf("GET %s: %s, want %d", path, resp.Status, want)
 		}
 		return resp.Header.Get("X-Kubernetes-PF-PriorityLevel-UID")
 	}
+	token := cp.token(ctx, t)
 	lease := "/apis/coordination.k8s.io/v1/namespaces/" + cp.namespace + "/leases/kubefed-controller-manager"
-	if got := level(lease); got != string(pl.UID) {
+	if got := level(token, lease, http.StatusOK); got != string(pl.UID) {
 		t.Errorf("the ServiceAccount's Lease GET went to priority level %q, want leader-election (%s)", got, pl.UID)
 	}
 	clusters := "/apis/core.kubefed.io/v1beta1/namespaces/" + cp.namespace + "/kubefedclusters"
-	if got := level(clusters); got == "" || got == string(pl.UID) {
+	if got := level(token, clusters, http.StatusOK); got == "" || got == string(pl.UID) {
 		t.Errorf("the ServiceAccount's KubeFedCluster list went to priority level %q, want another than leader-election", got)
+	}
+	// A Pull-mode agent's ServiceAccount, as join names it in the
+	// namespace: its heartbeat Lease requests go there too (this one has
+	// no rights; the classification does not depend on them).
+	agent := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: cp.namespace, Name: "kubefed-agent-probe"}}
+	if err := cp.fw.Host.Client.Create(ctx, agent); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cp.fw.Host.Client.Delete(ctx, agent) }()
+	agentToken, err := cp.fw.Host.Kube.CoreV1().ServiceAccounts(cp.namespace).CreateToken(ctx, agent.Name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentLease := "/apis/coordination.k8s.io/v1/namespaces/" + cp.namespace + "/leases/kubefed-agent-probe"
+	if got := level(agentToken.Status.Token, agentLease, http.StatusForbidden); got != string(pl.UID) {
+		t.Errorf("an agent's Lease GET went to priority level %q, want leader-election (%s)", got, pl.UID)
 	}
 }
 

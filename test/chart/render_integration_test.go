@@ -174,15 +174,15 @@ func TestLeaseFlowSchemaValues(t *testing.T) {
 	objs := h.template(t, renderNamespace, nil)
 	var fs flowcontrolv1.FlowSchema
 	into(t, only(t, objs, "FlowSchema"), &fs)
-	var d appsv1.Deployment
-	into(t, only(t, objs, "Deployment"), &d)
 	if fs.Spec.PriorityLevelConfiguration.Name != "leader-election" || len(fs.Spec.Rules) != 1 {
 		t.Fatalf("FlowSchema spec %+v", fs.Spec)
 	}
 	rule := fs.Spec.Rules[0]
+	// Every ServiceAccount of the namespace: the controller-manager's and
+	// the Pull-mode agents' (kubefed-agent-<cluster>, made by join).
 	if len(rule.Subjects) != 1 || rule.Subjects[0].ServiceAccount == nil ||
-		*rule.Subjects[0].ServiceAccount != (flowcontrolv1.ServiceAccountSubject{Name: d.Spec.Template.Spec.ServiceAccountName, Namespace: renderNamespace}) {
-		t.Errorf("subjects %+v, want the Deployment's ServiceAccount %s/%s", rule.Subjects, renderNamespace, d.Spec.Template.Spec.ServiceAccountName)
+		*rule.Subjects[0].ServiceAccount != (flowcontrolv1.ServiceAccountSubject{Name: "*", Namespace: renderNamespace}) {
+		t.Errorf("subjects %+v, want every ServiceAccount of %s", rule.Subjects, renderNamespace)
 	}
 	if len(rule.ResourceRules) != 1 || !slices.Equal(rule.ResourceRules[0].Resources, []string{"leases"}) ||
 		!slices.Equal(rule.ResourceRules[0].Namespaces, []string{renderNamespace}) {
