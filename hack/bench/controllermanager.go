@@ -110,6 +110,10 @@ func machineCPU() (busy, total float64) {
 type cost struct {
 	CPUSeconds float64 `json:"cpuSeconds"`
 	PeakRSSMiB float64 `json:"peakRSSMiB"`
+	// PeakAnonMiB is the largest anonymous part of the RSS sampled (heap,
+	// stacks): the RSS less the binary's file-backed pages, which
+	// processes of one binary on a node share and the kernel can reclaim.
+	PeakAnonMiB float64 `json:"peakAnonMiB,omitempty"`
 	// MachineBusy is the fraction of all the machine's CPUs in use, by
 	// every process (clusters, bench and controller-manager).
 	MachineBusy float64 `json:"machineBusy"`
@@ -131,6 +135,7 @@ type costMeter struct {
 	last    float64 // CPU of pid at the latest sample
 	earlier float64 // CPU of processes that already ended
 	peak    int64
+	anon    int64
 	busy0   float64
 	total0  float64
 }
@@ -164,6 +169,7 @@ func (m *costMeter) sample() {
 	pid := m.pidOf()
 	cpu, err := processCPU(pid)
 	rss := processMemory(pid, "VmRSS")
+	anon := processMemory(pid, "RssAnon")
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if pid != m.pid {
@@ -175,6 +181,7 @@ func (m *costMeter) sample() {
 		m.last = cpu
 	}
 	m.peak = max(m.peak, rss)
+	m.anon = max(m.anon, anon)
 }
 
 func (m *costMeter) end() cost {
@@ -186,8 +193,9 @@ func (m *costMeter) end() cost {
 	peak := max(m.peak, processMemory(m.pid, "VmHWM"))
 	busy, total := machineCPU()
 	c := cost{
-		CPUSeconds: m.earlier + m.last - m.base,
-		PeakRSSMiB: float64(peak) / (1 << 20),
+		CPUSeconds:  m.earlier + m.last - m.base,
+		PeakRSSMiB:  float64(peak) / (1 << 20),
+		PeakAnonMiB: float64(m.anon) / (1 << 20),
 	}
 	if total > m.total0 {
 		c.MachineBusy = (busy - m.busy0) / (total - m.total0)

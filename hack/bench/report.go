@@ -267,7 +267,7 @@ func (r *report) print(w io.Writer) {
 		if len(res.Replicas) > 0 {
 			var parts []string
 			for i, c := range res.Replicas {
-				parts = append(parts, fmt.Sprintf("replica %d: CPU %.1fs, peak RSS %.0f MiB", i, c.CPUSeconds, c.PeakRSSMiB))
+				parts = append(parts, fmt.Sprintf("replica %d: CPU %.1fs, peak RSS %.0f MiB (%.0f anonymous)", i, c.CPUSeconds, c.PeakRSSMiB, c.PeakAnonMiB))
 			}
 			fmt.Fprintf(w, "%s: %s\n", res.Scenario, strings.Join(parts, "; "))
 		}

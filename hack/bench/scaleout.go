@@ -198,9 +198,16 @@ func (r *runner) scaleOutRatios() {
 	if one == nil || many == nil || one.Throughput == 0 || one.Cost.PeakRSSMiB == 0 {
 		return
 	}
-	peak := 0.0
+	peak, anon := 0.0, 0.0
 	for _, c := range many.Replicas {
 		peak = max(peak, c.PeakRSSMiB)
+		anon = max(anon, c.PeakAnonMiB)
+	}
+	if one.Cost.PeakAnonMiB > 0 {
+		// Not a ratio to the limit, which is of the RSS: what of it the
+		// replicas' data holds, the binary's pages left out.
+		many.Notes = append(many.Notes, fmt.Sprintf("largest replica's anonymous memory %.0f MiB, %.2f× the single replica's %.0f MiB (RSS less the binary's file-backed pages)",
+			anon, anon/one.Cost.PeakAnonMiB, one.Cost.PeakAnonMiB))
 	}
 	r.report.Ratios = append(r.report.Ratios,
 		ratio{Name: "scale-out-rss-per-replica", Value: peak / one.Cost.PeakRSSMiB},
