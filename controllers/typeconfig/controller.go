@@ -232,8 +232,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.stop(ftc.Name)
 		forgetPresence(ftc.Name)
 		if writes {
-			// Objects created from now on get the finalizer from the
-			// engine while it runs, not from the policy.
+			// The type stops: objects created from now on get no
+			// finalizer from the policy either.
 			if err := r.publishPropagating(ctx, ftc.Name, ftc); err != nil {
 				return ctrl.Result{}, err
 			}
