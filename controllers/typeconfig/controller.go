@@ -215,19 +215,19 @@ func (r *Reconciler) Running() []string {
 
 // Reconcile brings one type's machinery in line with its FederatedTypeConfig.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	writes := r.Leader == nil || r.Leader()
 	ftc := &corev1beta1.FederatedTypeConfig{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ftc); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.stop(req.Name)
 			forgetPresence(req.Name)
-			if r.Leader == nil || r.Leader() {
+			if writes {
 				return ctrl.Result{}, r.publishPropagating(ctx, req.Name, nil)
 			}
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
-	writes := r.Leader == nil || r.Leader()
 	if !ftc.DeletionTimestamp.IsZero() {
 		r.stop(ftc.Name)
 		forgetPresence(ftc.Name)
