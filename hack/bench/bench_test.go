@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,6 +117,33 @@ apiserver_request_total{code="200",component="apiserver",dry_run="",group="types
 	}
 	if n := withCluster.sum("m", func(string) bool { return true }); n != 12 {
 		t.Errorf("sum counts conflicts twice or misses writes: %d, want 12", n)
+	}
+}
+
+// A wave's writes beyond its creates are told apart by verb and code.
+func TestParseWriteKinds(t *testing.T) {
+	metrics := `apiserver_request_total{code="201",component="apiserver",dry_run="",group="apps",resource="deployments",scope="resource",subresource="",verb="POST",version="v1"} 7
+apiserver_request_total{code="504",component="apiserver",dry_run="",group="apps",resource="deployments",scope="resource",subresource="",verb="POST",version="v1"} 1
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="apps",resource="deployments",scope="resource",subresource="",verb="PUT",version="v1"} 2
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="apps",resource="deployments",scope="resource",subresource="",verb="GET",version="v1"} 100
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="apps",resource="deployments",scope="resource",subresource="status",verb="PUT",version="v1"} 3
+apiserver_request_total{code="201",component="apiserver",dry_run="",group="",resource="configmaps",scope="resource",subresource="",verb="POST",version="v1"} 4
+`
+	got := parseWriteKinds(metrics, []string{"deployments", "configmaps"})
+	want := writeKinds{"deployments POST 201": 7, "deployments POST 504": 1, "deployments PUT 200": 2, "configmaps POST 201": 4}
+	if len(got) != len(want) {
+		t.Fatalf("parseWriteKinds = %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("parseWriteKinds[%q] = %v, want %v (all: %v)", k, got[k], v, got)
+		}
+	}
+	before := writeKinds{"m1/deployments POST 201": 5, "m1/deployments PUT 200": 2}
+	after := writeKinds{"m1/deployments POST 201": 9, "m1/deployments PUT 200": 3, "m1/deployments POST 504": 1, "m2/deployments POST 504": 2}
+	u := after.unusual(before)
+	if strings.Join(u, "; ") != "deployments POST 504: 3 (m1 1, m2 2); deployments PUT 200: 1 (m1 1)" {
+		t.Errorf("unusual = %v, want the timed-out create and the update only", u)
 	}
 }
 

@@ -184,3 +184,81 @@ func (w writeCounts) nonZero() map[string]int {
 	}
 	return out
 }
+
+// writeKinds maps "cluster/resource VERB code" to the writes of members'
+// copies (not their status) an apiserver served with that verb and answer
+// code, so that writes beyond a wave's creates can be told apart: an update,
+// a delete, a create answered 409 (existing) or 5xx (a timeout).
+type writeKinds map[string]float64
+
+// countWriteKinds reads the members' write counters by verb and code.
+func (e *env) countWriteKinds(ctx context.Context) (writeKinds, error) {
+	out := writeKinds{}
+	for _, m := range e.members {
+		raw, err := m.kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("metrics of %s: %w", m.name, err)
+		}
+		for k, v := range parseWriteKinds(string(raw), memberCounted) {
+			out[m.name+"/"+k] = v
+		}
+	}
+	return out, nil
+}
+
+// parseWriteKinds sums apiserver_request_total of resources' main
+// subresource by verb and code, keyed "resource VERB code".
+func parseWriteKinds(metrics string, resources []string) writeKinds {
+	out := writeKinds{}
+	for _, line := range strings.Split(metrics, "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `subresource=""`) {
+			continue
+		}
+		verb, code, resource := labelValue(line, "verb"), labelValue(line, "code"), labelValue(line, "resource")
+		if !slices.Contains(writeVerbs, verb) || !slices.Contains(resources, resource) {
+			continue
+		}
+		fields := strings.Fields(line)
+		if n, err := strconv.ParseFloat(fields[len(fields)-1], 64); err == nil {
+			out[resource+" "+verb+" "+code] += n
+		}
+	}
+	return out
+}
+
+// labelValue returns the value of a label of a Prometheus text line.
+func labelValue(line, name string) string {
+	_, rest, ok := strings.Cut(line, `,`+name+`="`)
+	if !ok {
+		_, rest, ok = strings.Cut(line, `{`+name+`="`)
+	}
+	if !ok {
+		return ""
+	}
+	v, _, _ := strings.Cut(rest, `"`)
+	return v
+}
+
+// unusual renders the writes served since before that are not creates
+// answered 201 Created, by resource, verb and code, with each member's
+// share: "deployments POST 504: 9 (member1 3, member3 6)".
+func (w writeKinds) unusual(before writeKinds) []string {
+	total := map[string]int{}
+	shares := map[string][]string{}
+	for k, v := range w {
+		d := int(v - before[k])
+		member, kind, _ := strings.Cut(k, "/")
+		if d == 0 || strings.HasSuffix(kind, " POST 201") {
+			continue
+		}
+		total[kind] += d
+		shares[kind] = append(shares[kind], fmt.Sprintf("%s %d", member, d))
+	}
+	var out []string
+	for kind, n := range total {
+		sort.Strings(shares[kind])
+		out = append(out, fmt.Sprintf("%s: %d (%s)", kind, n, strings.Join(shares[kind], ", ")))
+	}
+	sort.Strings(out)
+	return out
+}

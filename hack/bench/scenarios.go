@@ -191,6 +191,10 @@ func (r *runner) measured(ctx context.Context, res *result, body func() error) e
 	for _, cm := range r.env.replicas {
 		replicaMeters = append(replicaMeters, newCostMeter(cm.Pid))
 	}
+	kindsBefore, err := r.env.countWriteKinds(ctx)
+	if err != nil {
+		return err
+	}
 	cpuBefore := r.env.clusterCPU()
 	bodyErr := body()
 	if err := r.quiesce(ctx); err != nil {
@@ -213,6 +217,13 @@ func (r *runner) measured(ctx context.Context, res *result, body func() error) e
 	}
 	d := after.minus(before)
 	res.Counters = d.nonZero()
+	kindsAfter, err := r.env.countWriteKinds(ctx)
+	if err != nil {
+		return err
+	}
+	if u := kindsAfter.unusual(kindsBefore); len(u) > 0 {
+		res.Notes = append(res.Notes, "members' copy writes other than creates answered 201: "+strings.Join(u, ", "))
+	}
 	res.MemberWrites = map[string]int{}
 	for _, m := range r.env.members {
 		res.MemberWrites[m.name] = d.sum(m.name, func(r string) bool { return !strings.HasSuffix(r, "/status") })
