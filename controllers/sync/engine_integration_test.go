@@ -113,7 +113,7 @@ func waitAllGone(t *testing.T, ctx context.Context, fw *framework.Framework) {
 
 // setUpHost starts a host and two members, installs the CRDs, a
 // KubeFedConfig with fast probes and the namespaces and configmaps types.
-func setUpHost(t *testing.T, ctx context.Context) *framework.Framework {
+func setUpHost(t *testing.T, ctx context.Context, configure ...func(*corev1beta1.KubeFedConfigSpec)) *framework.Framework {
 	t.Helper()
 	fw, err := framework.Start(ctx, t.TempDir(), 2, testWriter{t})
 	if err != nil {
@@ -135,17 +135,21 @@ func setUpHost(t *testing.T, ctx context.Context) *framework.Framework {
 	if err := framework.EnsureNamespace(ctx, host, corev1beta1.DefaultKubeFedNamespace); err != nil {
 		t.Fatal(err)
 	}
+	spec := corev1beta1.KubeFedConfigSpec{
+		Scope: corev1beta1.ClusterScoped,
+		ClusterHealthCheck: &corev1beta1.ClusterHealthCheckConfig{
+			Period:           &metav1.Duration{Duration: time.Second},
+			Timeout:          &metav1.Duration{Duration: 3 * time.Second},
+			FailureThreshold: ptr.To[int64](2),
+		},
+		SyncController: &corev1beta1.SyncControllerConfig{MaxConcurrentReconciles: ptr.To[int64](workers)},
+	}
+	for _, c := range configure {
+		c(&spec)
+	}
 	if err := host.Create(ctx, &corev1beta1.KubeFedConfig{
 		ObjectMeta: metav1.ObjectMeta{Name: corev1beta1.KubeFedConfigName, Namespace: corev1beta1.DefaultKubeFedNamespace},
-		Spec: corev1beta1.KubeFedConfigSpec{
-			Scope: corev1beta1.ClusterScoped,
-			ClusterHealthCheck: &corev1beta1.ClusterHealthCheckConfig{
-				Period:           &metav1.Duration{Duration: time.Second},
-				Timeout:          &metav1.Duration{Duration: 3 * time.Second},
-				FailureThreshold: ptr.To[int64](2),
-			},
-			SyncController: &corev1beta1.SyncControllerConfig{MaxConcurrentReconciles: ptr.To[int64](workers)},
-		},
+		Spec:       spec,
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -513,9 +513,11 @@ func (w *typeWorker) create(ctx context.Context, fed *unstructured.Unstructured,
 		out.requeue = time.Second
 	}
 	out.status, out.message = failure(err, typesv1beta1.CreationFailed, typesv1beta1.CreationTimedOut)
-	if out.status == typesv1beta1.CreationTimedOut {
-		// The member may have made the copy without our hearing of it:
-		// the next try reads the copy before creating it again.
+	if out.status == typesv1beta1.CreationTimedOut || mayHaveCommitted(err) {
+		// The member may have made the copy without our hearing of it
+		// (a timeout, or a server error after the write, such as etcd
+		// timing out): the next try reads the copy before creating it
+		// again.
 		w.remember(cluster, fed, hash, "")
 	}
 	w.recorder.Eventf(fed, corev1.EventTypeWarning, EventCreateInCluster+failedSuffix, failedMessageFmt, "create", w.target.kind, name, cluster, err)
@@ -537,6 +539,14 @@ func (w *typeWorker) adopt(ctx context.Context, fed *unstructured.Unstructured, 
 	if retention.ManagementForbidden(live.Object) {
 		out.status, out.message = typesv1beta1.ManagedLabelFalse, "the object in the cluster is labelled "+corev1beta1.ManagedByKubeFedLabelKey+"=false"
 		return out
+	}
+	if retention.IsManaged(live.Object) {
+		// A managed copy the cache did not show yet: one another replica
+		// made before this one took the member over, or a create of ours
+		// that the member made though it answered with an error. It is
+		// checked as any managed copy is (written only if it differs, and
+		// whatever adoptResources says), not adopted.
+		return w.update(ctx, fed, cluster, desired, hash, live, false)
 	}
 	if !w.e.opts.AdoptResources {
 		host := false
@@ -874,6 +884,17 @@ func retriable(s typesv1beta1.PropagationStatusValue) bool {
 }
 
 // failure maps a write error to its status value.
+// mayHaveCommitted reports whether a write answered with err may have
+// been made all the same: the API server answered with a server error
+// (5xx) rather than refusing the request.
+func mayHaveCommitted(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	return status.Status().Code >= 500
+}
+
 func failure(err error, failed, timedOut typesv1beta1.PropagationStatusValue) (typesv1beta1.PropagationStatusValue, string) {
 	if errors.Is(err, context.DeadlineExceeded) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) {
 		return timedOut, err.Error()
