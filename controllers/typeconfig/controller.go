@@ -104,8 +104,10 @@ type Reconciler struct {
 	// publishMu guards published and publishForbidden.
 	publishMu sync.Mutex
 	// published is the ConfigMap's data as this leader last wrote or
-	// found it; nil until then, and again once leading starts.
+	// found it, at publishedAt; nil until then, and again once leading
+	// starts.
 	published        map[string]string
+	publishedAt      time.Time
 	publishForbidden bool
 }
 

@@ -449,6 +449,20 @@ func TestTypeConfigMemberPresence(t *testing.T) {
 		t.Errorf("gizmos %s/%s, want Running/%s", controller, reason, ReasonRunning)
 	}
 
+	// The ConfigMap of propagating types, deleted by hand, is put back by
+	// the types' periodic evaluation (a recheck interval of 2 s here).
+	published := &corev1.ConfigMap{}
+	waitFor(t, "the ConfigMap of propagating types listing gizmos", func() (bool, string) {
+		err := hostClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: corev1beta1.PropagatingTypesConfigMap}, published)
+		return err == nil && slices.Contains(slices.Collect(maps.Values(published.Data)), gizmos.Name), fmt.Sprint(published.Data, err)
+	})
+	if err := hostClient.Delete(ctx, published); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the ConfigMap of propagating types put back", func() (bool, string) {
+		return propagatingTypes(ctx, hostClient, published.Data)
+	})
+
 	// Installing the CRD in the member is noticed without any change in the host.
 	if err := framework.InstallCRDs(ctx, memberClient, []*apiextensionsv1.CustomResourceDefinition{gizmoCRD()}); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -58,7 +59,10 @@ func (r *Reconciler) publishPropagating(ctx context.Context, name string, curren
 
 	r.publishMu.Lock()
 	defer r.publishMu.Unlock()
-	if r.published != nil && maps.Equal(r.published, data) {
+	// What this leader wrote or found is trusted for a recheck interval;
+	// after it the ConfigMap is read again, so that one deleted or edited
+	// by hand is put back by the types' periodic evaluation.
+	if r.published != nil && maps.Equal(r.published, data) && time.Since(r.publishedAt) < r.recheckInterval() {
 		return nil
 	}
 	key := client.ObjectKey{Namespace: r.Namespace, Name: corev1beta1.PropagatingTypesConfigMap}
@@ -85,6 +89,6 @@ func (r *Reconciler) publishPropagating(ctx context.Context, name string, curren
 		r.published = nil
 		return fmt.Errorf("write ConfigMap %s: %w", key, err)
 	}
-	r.published = data
+	r.published, r.publishedAt = data, time.Now()
 	return nil
 }
