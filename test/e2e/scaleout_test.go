@@ -108,12 +108,19 @@ var _ = Describe("Scale-out", Ordered, func() {
 				return strings.Contains(line, `resource="configmaps"`) && strings.Contains(line, `verb="DELETE"`)
 			})
 		}
-		created, refused, attempted, deleted := map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}
+		updates := func(c *framework.Cluster) int {
+			return apiserverRequests(ctx, c, func(line string) bool {
+				return strings.Contains(line, `resource="configmaps"`) && strings.Contains(line, `subresource=""`) &&
+					(strings.Contains(line, `verb="PUT"`) || strings.Contains(line, `verb="PATCH"`) || strings.Contains(line, `verb="APPLY"`))
+			})
+		}
+		created, refused, attempted, deleted, updated := map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}
 		for _, c := range clusters {
 			created[c.Name] = requestCount(ctx, c, "POST", "configmaps", "201")
 			refused[c.Name] = requestCount(ctx, c, "POST", "configmaps", "409")
 			attempted[c.Name] = posts(c)
 			deleted[c.Name] = deletes(c)
+			updated[c.Name] = updates(c)
 		}
 		const n = 40
 		mk := func(i int) {
@@ -169,6 +176,9 @@ var _ = Describe("Scale-out", Ordered, func() {
 			// and 201s need not add up to the copies exactly.
 			Expect(requestCount(ctx, c, "POST", "configmaps", "409")-refused[c.Name]).To(BeZero(), "creates refused as existing in %s", c.Name)
 			Expect(deletes(c)-deleted[c.Name]).To(BeZero(), "copies deleted in %s", c.Name)
+			// Nor written twice: the survivor finds the copies the killed
+			// replica made up to date, in its cache or read back.
+			Expect(updates(c)-updated[c.Name]).To(BeZero(), "copies updated in %s", c.Name)
 			Expect(served).To(BeNumerically("<=", n), "creates served in %s", c.Name)
 		}
 	})
