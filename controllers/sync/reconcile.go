@@ -524,8 +524,9 @@ func (w *typeWorker) create(ctx context.Context, fed *unstructured.Unstructured,
 	return out
 }
 
-// adopt handles an object of the same name that exists in the member
-// without the managed label.
+// adopt handles an object of the same name that a create found existing
+// in the member: one without the managed label is adopted (or refused, as
+// adoptResources says); a managed one is a copy the cache does not show yet.
 func (w *typeWorker) adopt(ctx context.Context, fed *unstructured.Unstructured, cluster string, desired map[string]any, hash string) outcome {
 	out := outcome{cluster: cluster, listed: true}
 	namespace, name := w.memberName(fed)
@@ -884,6 +885,13 @@ func retriable(s typesv1beta1.PropagationStatusValue) bool {
 }
 
 // failure maps a write error to its status value.
+func failure(err error, failed, timedOut typesv1beta1.PropagationStatusValue) (typesv1beta1.PropagationStatusValue, string) {
+	if errors.Is(err, context.DeadlineExceeded) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) {
+		return timedOut, err.Error()
+	}
+	return failed, err.Error()
+}
+
 // mayHaveCommitted reports whether a write answered with err may have
 // been made all the same: the API server answered with a server error
 // (5xx) rather than refusing the request.
@@ -893,13 +901,6 @@ func mayHaveCommitted(err error) bool {
 		return false
 	}
 	return status.Status().Code >= 500
-}
-
-func failure(err error, failed, timedOut typesv1beta1.PropagationStatusValue) (typesv1beta1.PropagationStatusValue, string) {
-	if errors.Is(err, context.DeadlineExceeded) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) {
-		return timedOut, err.Error()
-	}
-	return failed, err.Error()
 }
 
 func (w *typeWorker) remoteStatus(obj *unstructured.Unstructured) any {
