@@ -463,6 +463,31 @@ func TestTypeConfigMemberPresence(t *testing.T) {
 		return propagatingTypes(ctx, hostClient, published.Data)
 	})
 
+	// Owned by the control plane's KubeFedConfig, it goes with it (helm
+	// uninstall deletes the chart's): the garbage collector deletes it.
+	config := &corev1beta1.KubeFedConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: corev1beta1.KubeFedConfigName, Namespace: ns},
+		Spec:       corev1beta1.KubeFedConfigSpec{Scope: corev1beta1.ClusterScoped},
+	}
+	if err := hostClient.Create(ctx, config); err != nil {
+		t.Fatal(err)
+	}
+	owned := &corev1.ConfigMap{}
+	waitFor(t, "the ConfigMap owned by the KubeFedConfig", func() (bool, string) {
+		err := hostClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: corev1beta1.PropagatingTypesConfigMap}, owned)
+		refs := owned.GetOwnerReferences()
+		return err == nil && len(refs) == 1 && refs[0].UID == config.UID && refs[0].Kind == "KubeFedConfig", fmt.Sprint(refs, err)
+	})
+	if err := hostClient.Delete(ctx, config); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the owned ConfigMap deleted with the KubeFedConfig", func() (bool, string) {
+		cm := &corev1.ConfigMap{}
+		err := hostClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: corev1beta1.PropagatingTypesConfigMap}, cm)
+		// Gone, or gone and put back since (a new object).
+		return apierrors.IsNotFound(err) || (err == nil && cm.UID != owned.UID), fmt.Sprint(cm.UID, err)
+	})
+
 	// Installing the CRD in the member is noticed without any change in the host.
 	if err := framework.InstallCRDs(ctx, memberClient, []*apiextensionsv1.CustomResourceDefinition{gizmoCRD()}); err != nil {
 		t.Fatal(err)

@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
@@ -72,10 +75,14 @@ func (r *Reconciler) publishPropagating(ctx context.Context, name string, curren
 	case apierrors.IsNotFound(err):
 		cm = &corev1.ConfigMap{Data: data}
 		cm.Namespace, cm.Name = key.Namespace, key.Name
+		r.ownedByConfig(ctx, cm)
 		err = r.Client.Create(ctx, cm)
-	case err == nil && !maps.Equal(cm.Data, data):
-		cm.Data = data
-		err = r.Client.Update(ctx, cm)
+	case err == nil:
+		owned := r.ownedByConfig(ctx, cm)
+		if owned || !maps.Equal(cm.Data, data) {
+			cm.Data = data
+			err = r.Client.Update(ctx, cm)
+		}
 	}
 	if apierrors.IsForbidden(err) {
 		if !r.publishForbidden {
@@ -91,4 +98,21 @@ func (r *Reconciler) publishPropagating(ctx context.Context, name string, curren
 	}
 	r.published, r.publishedAt = data, time.Now()
 	return nil
+}
+
+// ownedByConfig makes the control plane's KubeFedConfig an owner of cm, so
+// that the garbage collector removes the ConfigMap with it (helm uninstall
+// deletes the chart's KubeFedConfig; the controller-manager that made the
+// ConfigMap is gone by then). It reports whether it changed cm. Without a
+// KubeFedConfig, or unable to read it, cm is left as it is.
+func (r *Reconciler) ownedByConfig(ctx context.Context, cm *corev1.ConfigMap) bool {
+	kfc := &corev1beta1.KubeFedConfig{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: corev1beta1.KubeFedConfigName}, kfc); err != nil {
+		return false
+	}
+	before := slices.Clone(cm.OwnerReferences)
+	if err := controllerutil.SetOwnerReference(kfc, cm, r.Client.Scheme()); err != nil {
+		return false
+	}
+	return !equality.Semantic.DeepEqual(before, cm.OwnerReferences)
 }
