@@ -5,6 +5,7 @@ package sync_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,13 +71,14 @@ func TestEngineOwnCopyBehindItsCache(t *testing.T) {
 	proxy.FailNextCreate("configmaps", "answered-500")
 	create(t, ctx, host, fedObject("ConfigMap", testNS, "answered-500", map[string]any{"data": map[string]any{"i": "1"}}, only1))
 	waitFor(t, ctx, "a second request for the copy answered 500", time.Minute, func() bool {
-		return len(proxy.Requests("configmaps", "answered-500")) >= 2
+		got := proxy.Requests("configmaps", "answered-500")
+		return len(got) >= 2 && !strings.HasSuffix(got[1], " 0")
 	})
 	waitFor(t, ctx, "answered-500 propagated", time.Minute, func() bool {
 		return state(ctx, host, "ConfigMap", "answered-500") == "True| "+member1.Name
 	})
-	if got := proxy.Requests("configmaps", "answered-500"); got[0] != "POST" || got[1] != "GET" || slices.Contains(got[1:], "POST") || slices.Contains(got, "PUT") {
-		t.Errorf("requests for the copy whose create was answered 500: %v, want one POST, then a GET and no write", got)
+	if got := proxy.Requests("configmaps", "answered-500"); got[0] != "POST 201" || got[1] != "GET 200" || slices.ContainsFunc(got[1:], written) {
+		t.Errorf("requests for the copy whose create was answered 500 (the member's answers): %v, want one POST, then a GET and no write", got)
 	}
 
 	// A managed copy made elsewhere, not in the cache: checked and
@@ -93,7 +95,7 @@ func TestEngineOwnCopyBehindItsCache(t *testing.T) {
 	waitFor(t, ctx, "made-elsewhere propagated while the cache lags", time.Minute, func() bool {
 		return state(ctx, host, "ConfigMap", "made-elsewhere") == "True| "+member1.Name
 	})
-	if got := proxy.Requests("configmaps", "made-elsewhere"); !slices.Contains(got, "PUT") {
+	if got := proxy.Requests("configmaps", "made-elsewhere"); !slices.Contains(got, "PUT 200") {
 		t.Errorf("requests for the managed copy made elsewhere: %v, want it corrected with a PUT", got)
 	}
 	got := &corev1.ConfigMap{}
@@ -106,13 +108,22 @@ func TestEngineOwnCopyBehindItsCache(t *testing.T) {
 
 	proxy.HoldWatches(false)
 	held = false
-	// Once the cache catches up, nothing is written again.
+	// Once the cache catches up, nothing is written again. (The events
+	// held replay the copy as it was before the engine's update: an update
+	// tried on that old version is refused with a conflict, not a write.)
 	before := len(proxy.Requests("configmaps", "made-elsewhere"))
 	create(t, ctx, host, fedObject("ConfigMap", testNS, "after-catch-up", map[string]any{"data": map[string]any{"i": "3"}}, only1))
 	waitFor(t, ctx, "after-catch-up propagated", time.Minute, func() bool {
 		return state(ctx, host, "ConfigMap", "after-catch-up") == "True| "+member1.Name
 	})
-	if got := proxy.Requests("configmaps", "made-elsewhere"); len(got) != before {
-		t.Errorf("requests for made-elsewhere after the cache caught up: %v, want none after the first %d", got, before)
+	if got := proxy.Requests("configmaps", "made-elsewhere"); slices.ContainsFunc(got[before:], written) {
+		t.Errorf("requests for made-elsewhere after the cache caught up: %v, want no write after the first %d", got, before)
 	}
+}
+
+// written reports whether a recorded request ("PUT 200") was a write the
+// member carried out.
+func written(request string) bool {
+	method, code, _ := strings.Cut(request, " ")
+	return method != "GET" && strings.HasPrefix(code, "2")
 }

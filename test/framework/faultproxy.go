@@ -34,6 +34,8 @@ type FaultProxy struct {
 	closed     bool
 	failCreate map[string]bool
 	requests   map[string][]string
+	pending    map[string]pendingRequest
+	sent       int
 	watches    map[string]int
 	served     int
 }
@@ -47,7 +49,7 @@ func StartFaultProxy(target string, caPEM []byte) (*FaultProxy, error) {
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caPEM)
-	p := &FaultProxy{failCreate: map[string]bool{}, requests: map[string][]string{}, watches: map[string]int{}}
+	p := &FaultProxy{failCreate: map[string]bool{}, requests: map[string][]string{}, pending: map[string]pendingRequest{}, watches: map[string]int{}}
 	p.cond = sync.NewCond(&p.mu)
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, ForceAttemptHTTP2: true}
@@ -91,8 +93,10 @@ func (p *FaultProxy) HoldWatches(hold bool) {
 	p.cond.Broadcast()
 }
 
-// Requests returns the methods of the requests that named resource/name,
-// in the order they were answered.
+// Requests returns the requests that named resource/name, in the order
+// they were sent, each as its method and the member's answer code (what
+// the client got may differ: see FailNextCreate), such as "PUT 409"; the
+// code is 0 for one not answered.
 func (p *FaultProxy) Requests(resource, name string) []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -145,7 +149,33 @@ func (p *FaultProxy) record(r *http.Request) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	key := resource + "/" + name
-	p.requests[key] = append(p.requests[key], r.Method)
+	// The answer names its request by a header: the transport may pass
+	// on a copy of the request it was given.
+	p.sent++
+	id := strconv.Itoa(p.sent)
+	r.Header.Set(requestIDHeader, id)
+	p.pending[id] = pendingRequest{key: key, index: len(p.requests[key])}
+	p.requests[key] = append(p.requests[key], r.Method+" 0")
+}
+
+// requestIDHeader carries the proxy's number of a recorded request.
+const requestIDHeader = "X-Kubefed-Test-Fault-Proxy-Request"
+
+// pendingRequest is where a request's answer code is to be recorded.
+type pendingRequest struct {
+	key   string
+	index int
+}
+
+// answered records the member's answer code of a recorded request.
+func (p *FaultProxy) answered(resp *http.Response) {
+	id := resp.Request.Header.Get(requestIDHeader)
+	pr, ok := p.pending[id]
+	if !ok {
+		return
+	}
+	delete(p.pending, id)
+	p.requests[pr.key][pr.index] = resp.Request.Method + " " + strconv.Itoa(resp.StatusCode)
 }
 
 // modify applies the faults to the member's answers.
@@ -154,6 +184,7 @@ func (p *FaultProxy) modify(resp *http.Response) error {
 	resource, name := resourceAndName(req.URL.Path)
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.answered(resp)
 	if w := req.URL.Query().Get("watch"); w == "true" || w == "1" {
 		p.watches[resource]++
 		resp.Body = &heldBody{ReadCloser: resp.Body, p: p}
