@@ -215,14 +215,18 @@ func TestHostCost(t *testing.T) {
 	}
 }
 
-func TestParseCreates(t *testing.T) {
+func TestCreatesFromWriteKinds(t *testing.T) {
 	metrics := `apiserver_request_total{code="201",component="apiserver",dry_run="",group="apps",resource="deployments",scope="resource",subresource="",verb="POST",version="v1"} 7
 apiserver_request_total{code="201",component="apiserver",dry_run="",group="",resource="configmaps",scope="resource",subresource="",verb="POST",version="v1"} 3
 apiserver_request_total{code="409",component="apiserver",dry_run="",group="",resource="configmaps",scope="resource",subresource="",verb="POST",version="v1"} 2
 apiserver_request_total{code="201",component="apiserver",dry_run="",group="",resource="secrets",scope="resource",subresource="",verb="POST",version="v1"} 5
 apiserver_request_total{code="409",component="apiserver",dry_run="",group="apps",resource="deployments",scope="resource",subresource="",verb="PUT",version="v1"} 4`
-	if got := parseCreates(metrics); got != (creates{attempted: 12, conflicts: 2}) {
-		t.Errorf("parseCreates = %+v, want 12 attempted and 2 refused", got)
+	kinds := writeKinds{}
+	for k, v := range parseWriteKinds(metrics, memberCounted) {
+		kinds["m/"+k] = v
+	}
+	if got := kinds.creates()["m"]; got != (creates{attempted: 12, conflicts: 2}) {
+		t.Errorf("creates = %+v, want 12 attempted and 2 refused", got)
 	}
 }
 

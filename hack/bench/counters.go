@@ -49,8 +49,10 @@ func parseOtherWrites(metrics string, counted []string) float64 {
 // number of writes its apiserver served so far.
 type writeCounts map[string]float64
 
-// countWrites reads the write counters of every cluster.
-func (e *env) countWrites(ctx context.Context) (writeCounts, error) {
+// countWrites reads the write counters of every cluster; given kinds, it
+// also fills in the members' writes of copies by verb and code, from the
+// same reading.
+func (e *env) countWrites(ctx context.Context, kinds writeKinds) (writeCounts, error) {
 	all := append([]*cluster{e.host}, e.members...)
 	out := writeCounts{}
 	var mu sync.Mutex
@@ -70,13 +72,19 @@ func (e *env) countWrites(ctx context.Context) (writeCounts, error) {
 				return
 			}
 			counts := parseWrites(string(raw), counted)
+			var byKind writeKinds
 			if c == e.host {
 				counts[otherWrites] = parseOtherWrites(string(raw), counted)
+			} else if kinds != nil {
+				byKind = parseWriteKinds(string(raw), counted)
 			}
 			mu.Lock()
 			defer mu.Unlock()
 			for k, v := range counts {
 				out[c.name+"/"+k] = v
+			}
+			for k, v := range byKind {
+				kinds[c.name+"/"+k] = v
 			}
 		}()
 	}
@@ -191,21 +199,6 @@ func (w writeCounts) nonZero() map[string]int {
 // a delete, a create answered 409 (existing) or 5xx (a timeout).
 type writeKinds map[string]float64
 
-// countWriteKinds reads the members' write counters by verb and code.
-func (e *env) countWriteKinds(ctx context.Context) (writeKinds, error) {
-	out := writeKinds{}
-	for _, m := range e.members {
-		raw, err := m.kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("metrics of %s: %w", m.name, err)
-		}
-		for k, v := range parseWriteKinds(string(raw), memberCounted) {
-			out[m.name+"/"+k] = v
-		}
-	}
-	return out, nil
-}
-
 // parseWriteKinds sums apiserver_request_total of resources' main
 // subresource by verb and code, keyed "resource VERB code".
 func parseWriteKinds(metrics string, resources []string) writeKinds {
@@ -237,6 +230,27 @@ func labelValue(line, name string) string {
 	}
 	v, _, _ := strings.Cut(rest, `"`)
 	return v
+}
+
+// creates sums each member's create requests for the copies (deployments
+// and configmaps): all of them, and those refused because the object
+// existed.
+func (w writeKinds) creates() map[string]creates {
+	out := map[string]creates{}
+	for k, v := range w {
+		member, kind, _ := strings.Cut(k, "/")
+		f := strings.Fields(kind) // resource, verb, code
+		if len(f) != 3 || f[1] != "POST" || (f[0] != "deployments" && f[0] != "configmaps") {
+			continue
+		}
+		c := out[member]
+		c.attempted += v
+		if f[2] == "409" {
+			c.conflicts += v
+		}
+		out[member] = c
+	}
+	return out
 }
 
 // unusual renders the writes served since before that are not creates

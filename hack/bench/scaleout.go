@@ -223,34 +223,9 @@ type creates struct{ attempted, conflicts float64 }
 
 // countCreates reads every member's create counters of the copies.
 func (e *env) countCreates(ctx context.Context) (map[string]creates, error) {
-	out := map[string]creates{}
-	for _, m := range e.members {
-		raw, err := m.kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("metrics of %s: %w", m.name, err)
-		}
-		out[m.name] = parseCreates(string(raw))
+	kinds := writeKinds{}
+	if _, err := e.countWrites(ctx, kinds); err != nil {
+		return nil, err
 	}
-	return out, nil
-}
-
-func parseCreates(metrics string) creates {
-	var c creates
-	for _, line := range strings.Split(metrics, "\n") {
-		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `verb="POST"`) ||
-			!strings.Contains(line, `subresource=""`) ||
-			!(strings.Contains(line, `resource="deployments"`) || strings.Contains(line, `resource="configmaps"`)) {
-			continue
-		}
-		fields := strings.Fields(line)
-		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
-		if err != nil {
-			continue
-		}
-		c.attempted += v
-		if strings.Contains(line, `code="409"`) {
-			c.conflicts += v
-		}
-	}
-	return c
+	return kinds.creates(), nil
 }

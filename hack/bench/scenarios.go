@@ -181,7 +181,8 @@ func (r *runner) measured(ctx context.Context, res *result, body func() error) e
 	if err := r.quiesce(ctx); err != nil {
 		return err
 	}
-	before, err := r.env.countWrites(ctx)
+	kindsBefore := writeKinds{}
+	before, err := r.env.countWrites(ctx, kindsBefore)
 	if err != nil {
 		return err
 	}
@@ -190,10 +191,6 @@ func (r *runner) measured(ctx context.Context, res *result, body func() error) e
 	var replicaMeters []*costMeter
 	for _, cm := range r.env.replicas {
 		replicaMeters = append(replicaMeters, newCostMeter(cm.Pid))
-	}
-	kindsBefore, err := r.env.countWriteKinds(ctx)
-	if err != nil {
-		return err
 	}
 	cpuBefore := r.env.clusterCPU()
 	bodyErr := body()
@@ -211,16 +208,13 @@ func (r *runner) measured(ctx context.Context, res *result, body func() error) e
 	for k, v := range r.env.clusterCPU() {
 		res.Cost.ByProcess[k] = v - cpuBefore[k]
 	}
-	after, err := r.env.countWrites(ctx)
+	kindsAfter := writeKinds{}
+	after, err := r.env.countWrites(ctx, kindsAfter)
 	if err != nil {
 		return err
 	}
 	d := after.minus(before)
 	res.Counters = d.nonZero()
-	kindsAfter, err := r.env.countWriteKinds(ctx)
-	if err != nil {
-		return err
-	}
 	if u := kindsAfter.unusual(kindsBefore); len(u) > 0 {
 		res.Notes = append(res.Notes, "members' copy writes other than creates answered 201: "+strings.Join(u, ", "))
 	}
@@ -304,7 +298,7 @@ func (r *runner) quiesce(ctx context.Context) error {
 			stable = 0
 			continue
 		}
-		counts, err := r.env.countWrites(ctx)
+		counts, err := r.env.countWrites(ctx, nil)
 		if err != nil {
 			return err
 		}
