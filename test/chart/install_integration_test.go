@@ -301,7 +301,7 @@ func (cp *controlPlane) start(ctx context.Context, t *testing.T, extraArgs ...st
 	t.Helper()
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["host"] = &clientcmdapi.Cluster{Server: cp.fw.Host.Config.Host, CertificateAuthorityData: cp.fw.Host.Config.CAData}
-	kc.AuthInfos[cp.serviceAccount] = &clientcmdapi.AuthInfo{Token: cp.token(ctx, t)}
+	kc.AuthInfos[cp.serviceAccount] = &clientcmdapi.AuthInfo{Token: cp.token(ctx, t, cp.serviceAccount)}
 	kc.Contexts[chartContext] = &clientcmdapi.Context{Cluster: "host", AuthInfo: cp.serviceAccount}
 	kc.CurrentContext = chartContext
 	dir := t.TempDir()
@@ -324,14 +324,14 @@ func (cp *controlPlane) start(ctx context.Context, t *testing.T, extraArgs ...st
 	})
 }
 
-// token is a token of the release's ServiceAccount.
-func (cp *controlPlane) token(ctx context.Context, t *testing.T) string {
+// token is a token of a ServiceAccount of the release's namespace.
+func (cp *controlPlane) token(ctx context.Context, t *testing.T, serviceAccount string) string {
 	t.Helper()
-	token, err := cp.fw.Host.Kube.CoreV1().ServiceAccounts(cp.namespace).CreateToken(ctx, cp.serviceAccount,
+	token, err := cp.fw.Host.Kube.CoreV1().ServiceAccounts(cp.namespace).CreateToken(ctx, serviceAccount,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}},
 		metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("TokenRequest for %s/%s: %v", cp.namespace, cp.serviceAccount, err)
+		t.Fatalf("TokenRequest for %s/%s: %v", cp.namespace, serviceAccount, err)
 	}
 	return token.Status.Token
 }
@@ -371,7 +371,7 @@ func (cp *controlPlane) checkLeasePriority(ctx context.Context, t *testing.T) {
 		}
 		return resp.Header.Get("X-Kubernetes-PF-PriorityLevel-UID")
 	}
-	token := cp.token(ctx, t)
+	token := cp.token(ctx, t, cp.serviceAccount)
 	lease := "/apis/coordination.k8s.io/v1/namespaces/" + cp.namespace + "/leases/kubefed-controller-manager"
 	if got := level(token, lease, http.StatusOK); got != string(pl.UID) {
 		t.Errorf("the ServiceAccount's Lease GET went to priority level %q, want leader-election (%s)", got, pl.UID)
@@ -388,13 +388,8 @@ func (cp *controlPlane) checkLeasePriority(ctx context.Context, t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = cp.fw.Host.Client.Delete(ctx, agent) }()
-	agentToken, err := cp.fw.Host.Kube.CoreV1().ServiceAccounts(cp.namespace).CreateToken(ctx, agent.Name,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	agentLease := "/apis/coordination.k8s.io/v1/namespaces/" + cp.namespace + "/leases/kubefed-agent-probe"
-	if got := level(agentToken.Status.Token, agentLease, http.StatusForbidden); got != string(pl.UID) {
+	if got := level(cp.token(ctx, t, agent.Name), agentLease, http.StatusForbidden); got != string(pl.UID) {
 		t.Errorf("an agent's Lease GET went to priority level %q, want leader-election (%s)", got, pl.UID)
 	}
 }
