@@ -35,7 +35,6 @@ type FaultProxy struct {
 	failCreate map[string]bool
 	requests   map[string][]string
 	pending    map[string]pendingRequest
-	sent       int
 	watches    map[string]int
 	served     int
 }
@@ -132,6 +131,7 @@ func (p *FaultProxy) Close() {
 func (p *FaultProxy) record(r *http.Request) {
 	p.mu.Lock()
 	p.served++
+	id := strconv.Itoa(p.served)
 	p.mu.Unlock()
 	resource, name := resourceAndName(r.URL.Path)
 	if r.Method == http.MethodPost && name == "" && r.Body != nil {
@@ -149,10 +149,9 @@ func (p *FaultProxy) record(r *http.Request) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	key := resource + "/" + name
-	// The answer names its request by a header: the transport may pass
-	// on a copy of the request it was given.
-	p.sent++
-	id := strconv.Itoa(p.sent)
+	// The answer names its request by a header (its number among those
+	// served): the transport may pass on a copy of the request it was
+	// given.
 	r.Header.Set(requestIDHeader, id)
 	p.pending[id] = pendingRequest{key: key, index: len(p.requests[key])}
 	p.requests[key] = append(p.requests[key], r.Method+" 0")
