@@ -241,19 +241,19 @@ func TestStagesOf(t *testing.T) {
 		w.sentAt(obsKey{resource: "deployments", name: name}, sent)
 		// Object j waits j×100 ms for the finalizer and 50 ms after it.
 		planned := sent.Add(time.Duration(i) * 100 * time.Millisecond)
-		w.plannedAt(obsKey{resource: "deployments", name: name}, false, sent)
-		w.plannedAt(obsKey{resource: "deployments", name: name}, true, planned)
-		w.plannedAt(obsKey{resource: "deployments", name: name}, true, planned.Add(time.Second))
+		w.plannedAt(obsKey{resource: "deployments", name: name}, false, true, sent)
+		w.plannedAt(obsKey{resource: "deployments", name: name}, true, false, planned)
+		w.plannedAt(obsKey{resource: "deployments", name: name}, true, false, planned.Add(time.Second))
 		w.got[obsKey{cluster: "member1", resource: "deployments", name: name}] = planned.Add(50 * time.Millisecond)
 	}
 	sentFor := func(k obsKey) (time.Time, bool) {
 		t, ok := w.sent[obsKey{resource: k.resource, name: k.name}]
 		return t, ok
 	}
-	// An object only ever seen with the finalizer was not created in the
-	// wave: it has no split.
+	// An object only ever seen with the finalizer, and not created, was
+	// not created in the wave: it has no split.
 	w.sentAt(obsKey{resource: "deployments", name: "old"}, t0)
-	w.plannedAt(obsKey{resource: "deployments", name: "old"}, true, t0)
+	w.plannedAt(obsKey{resource: "deployments", name: "old"}, true, false, t0)
 	w.got[obsKey{cluster: "member1", resource: "deployments", name: "old"}] = t0.Add(time.Millisecond)
 	if _, ok := w.planned[obsKey{resource: "deployments", name: "old"}]; ok {
 		t.Fatal("an object never seen without the finalizer has a planned time")
@@ -266,6 +266,23 @@ func TestStagesOf(t *testing.T) {
 	// Sent in seconds 0 (a–e, latencies 50–450 ms) and 1 (f–j, 550–950 ms).
 	if len(timeline) != 2 || timeline[0] != 450 || timeline[1] != 950 {
 		t.Fatalf("timeline %v", timeline)
+	}
+
+	// Created with the finalizer (the admission policy adds it): the
+	// split is at the creation the host's watch delivered.
+	w = newWave(nil)
+	for i := range 10 {
+		k := obsKey{resource: "configmaps", name: string(rune('a' + i))}
+		sent := t0.Add(time.Duration(i) * 200 * time.Millisecond)
+		w.sentAt(k, sent)
+		onHost := sent.Add(time.Duration(i+1) * 10 * time.Millisecond)
+		w.plannedAt(k, true, true, onHost)
+		w.plannedAt(k, true, false, onHost.Add(time.Second))
+		w.got[obsKey{cluster: "member1", resource: k.resource, name: k.name}] = onHost.Add(time.Duration(i) * 100 * time.Millisecond)
+	}
+	st, _ = stagesOf(w, t0, sentFor)
+	if st == nil || st.Copies != 1 || st.ToPlanned.Max != 100 || st.ToMember.Max != 900 {
+		t.Fatalf("slowest tenth of objects created with the finalizer: %+v", st)
 	}
 }
 

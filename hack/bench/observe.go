@@ -47,8 +47,9 @@ type wave struct {
 	got  map[obsKey]time.Time
 	sent map[obsKey]time.Time
 	// planned is when the host watch first showed a federated object with
-	// the engine's finalizer, having seen it without (keys without a
-	// cluster): objects created in the wave.
+	// the engine's finalizer, having seen it without or created with it
+	// (the admission policy adds it), keys without a cluster: objects
+	// created in the wave.
 	planned   map[obsKey]time.Time
 	bare      map[obsKey]bool
 	remaining int
@@ -88,15 +89,15 @@ func (w *wave) sentAt(k obsKey, at time.Time) {
 }
 
 // plannedAt records when the engine's finalizer was first seen on a
-// federated object.
-func (w *wave) plannedAt(k obsKey, planned bool, at time.Time) {
+// federated object: created says the watch saw the object's creation.
+func (w *wave) plannedAt(k obsKey, planned, created bool, at time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !planned {
 		w.bare[k] = true
 		return
 	}
-	if _, ok := w.planned[k]; !ok && w.bare[k] {
+	if _, ok := w.planned[k]; !ok && (w.bare[k] || created) {
 		w.planned[k] = at
 	}
 }
@@ -180,14 +181,14 @@ func (o *observer) record(k obsKey, state, resourceVersion string) {
 }
 
 // planned reports a federated object seen with or without the engine's
-// finalizer.
-func (o *observer) planned(k obsKey, planned bool) {
+// finalizer; created says the watch saw it created.
+func (o *observer) planned(k obsKey, planned, created bool) {
 	at := time.Now()
 	o.mu.Lock()
 	w := o.cur
 	o.mu.Unlock()
 	if w != nil {
-		w.plannedAt(obsKey{resource: k.resource, name: k.name}, planned, at)
+		w.plannedAt(obsKey{resource: k.resource, name: k.name}, planned, created, at)
 	}
 }
 
@@ -226,17 +227,17 @@ func (o *observer) watch(ctx context.Context, clusterName string, dyn dynamic.In
 		}
 		return obsKey{cluster: clusterName, resource: resource, name: u.GetName()}, u, true
 	}
-	seen := func(obj any) {
+	seen := func(obj any, created bool) {
 		if k, u, ok := key(obj); ok {
 			if clusterName == hostName {
-				o.planned(k, u.GetAnnotations()[plannedAnnotation] != "")
+				o.planned(k, u.GetAnnotations()[plannedAnnotation] != "", created)
 			}
 			o.record(k, u.GetAnnotations()[stateAnnotation], u.GetResourceVersion())
 		}
 	}
 	_, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    seen,
-		UpdateFunc: func(_, obj any) { seen(obj) },
+		AddFunc:    func(obj any) { seen(obj, true) },
+		UpdateFunc: func(_, obj any) { seen(obj, false) },
 		DeleteFunc: func(obj any) {
 			if k, _, ok := key(obj); ok {
 				o.record(k, goneMarker, "")

@@ -232,7 +232,7 @@ func (r *runner) measured(ctx context.Context, res *result, body func() error) e
 		res.Scenario, res.Objects*res.Clusters, res.Seconds, res.Throughput,
 		ms(res.PerCluster, func(l *latency) float64 { return l.P99 }), res.HostWrites, res.Cost.CPUSeconds, res.Cost.PeakRSSMiB)
 	if st := res.SlowestStages; st != nil {
-		logf("    slowest tenth (%d copies): send to the engine's finalizer p50 %.0f ms (max %.0f), finalizer to member p50 %.0f ms (max %.0f)",
+		logf("    slowest tenth (%d copies): send to the federated object on the host with the engine's finalizer p50 %.0f ms (max %.0f), from there to the member p50 %.0f ms (max %.0f)",
 			st.Copies, st.ToPlanned.P50, st.ToPlanned.Max, st.ToMember.P50, st.ToMember.Max)
 	}
 	if len(res.P99BySecond) > 0 {
@@ -649,7 +649,8 @@ func (r *runner) restart(ctx context.Context) error {
 
 // stagesOf splits the latency of a wave's slowest tenth of member copies
 // at the moment the host showed the engine's finalizer on their federated
-// object (its plan under way), and gives the p99 of copies by the second
+// object (its plan under way; with the admission policy, which adds it,
+// the object's creation as the host's watch delivered it), and gives the p99 of copies by the second
 // of the wave their object was sent in. Nil and empty where nothing was
 // planned in the wave (updates, deletes) or nothing seen.
 func stagesOf(w *wave, first time.Time, sentFor func(obsKey) (time.Time, bool)) (*stageSplit, []float64) {
