@@ -36,23 +36,7 @@ func TestEngineOwnCopyBehindItsCache(t *testing.T) {
 	runControllerManager(t, ctx, fw)
 	joinMembers(t, ctx, fw)
 	member1 := fw.Members[0]
-
-	proxy, err := framework.StartFaultProxy(member1.Config.Host, member1.Config.CAData)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(proxy.Close)
-	kfc := &corev1beta1.KubeFedCluster{}
-	if err := host.Get(ctx, client.ObjectKey{Namespace: corev1beta1.DefaultKubeFedNamespace, Name: member1.Name}, kfc); err != nil {
-		t.Fatal(err)
-	}
-	kfc.Spec.APIEndpoint, kfc.Spec.CABundle = proxy.URL(), proxy.CABundle()
-	if err := host.Update(ctx, kfc); err != nil {
-		t.Fatal(err)
-	}
-	// The member's clients move to the proxy when the change is seen, its
-	// caches too, the configmaps' one made for the first copy.
-	waitFor(t, ctx, "member1 reached through the proxy", time.Minute, func() bool { return proxy.Served() > 0 })
+	proxy := throughFaultProxy(t, ctx, fw, member1)
 	only1 := []string{member1.Name}
 	create(t, ctx, host, fedObject("ConfigMap", testNS, "warm-up", map[string]any{"data": map[string]any{"i": "0"}}, only1))
 	waitFor(t, ctx, "a copy through the proxy", time.Minute, func() bool {
@@ -126,4 +110,28 @@ func TestEngineOwnCopyBehindItsCache(t *testing.T) {
 func written(request string) bool {
 	method, code, _ := strings.Cut(request, " ")
 	return method != "GET" && strings.HasPrefix(code, "2")
+}
+
+// throughFaultProxy puts a joined member behind a fault proxy: its
+// KubeFedCluster's endpoint becomes the proxy's, and the control plane's
+// clients move there when it sees the change, its caches too (those of a
+// resource are made for its first copy).
+func throughFaultProxy(t *testing.T, ctx context.Context, fw *framework.Framework, member *framework.Cluster) *framework.FaultProxy {
+	t.Helper()
+	host := fw.Host.Client
+	proxy, err := framework.StartFaultProxy(member.Config.Host, member.Config.CAData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Close)
+	kfc := &corev1beta1.KubeFedCluster{}
+	if err := host.Get(ctx, client.ObjectKey{Namespace: corev1beta1.DefaultKubeFedNamespace, Name: member.Name}, kfc); err != nil {
+		t.Fatal(err)
+	}
+	kfc.Spec.APIEndpoint, kfc.Spec.CABundle = proxy.URL(), proxy.CABundle()
+	if err := host.Update(ctx, kfc); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, member.Name+" reached through the proxy", time.Minute, func() bool { return proxy.Served() > 0 })
+	return proxy
 }

@@ -168,21 +168,33 @@ func statusManagerOf(u *unstructured.Unstructured, member string) string {
 }
 
 // counterValue reads a counter of the controller-runtime metrics registry,
-// which both replicas of this process count into.
-func counterValue(t *testing.T, name string) float64 {
+// which every engine of this process counts into: the sum of its series
+// with the given label values (pairs of name and value).
+func counterValue(t *testing.T, name string, labelValues ...string) float64 {
 	t.Helper()
 	families, err := metrics.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range families {
-		if f.GetName() == name {
-			var sum float64
-			for _, m := range f.GetMetric() {
+		if f.GetName() != name {
+			continue
+		}
+		var sum float64
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			matches := true
+			for i := 0; i+1 < len(labelValues); i += 2 {
+				matches = matches && labels[labelValues[i]] == labelValues[i+1]
+			}
+			if matches {
 				sum += m.GetCounter().GetValue()
 			}
-			return sum
 		}
+		return sum
 	}
 	t.Fatalf("no metric %s", name)
 	return 0

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -137,4 +138,88 @@ func TestEngineUnavailableDelay(t *testing.T) {
 	if got := copies(t, ctx, member2); got != n {
 		t.Fatalf("%s has %d copies, want %d", member2.Name, got, n)
 	}
+}
+
+// TestEngineMemberBackFromASpell checks a member back from a spell not
+// Ready past the unavailable delay: its copies as they were are taken as
+// they are, without rendering their objects again, and a copy changed
+// during the spell is compared and corrected. member1 is reached through
+// a proxy that fails its health checks while serving everything else.
+func TestEngineMemberBackFromASpell(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	fw := setUpHost(t, ctx, func(s *corev1beta1.KubeFedConfigSpec) {
+		s.ControllerDuration = &corev1beta1.DurationConfig{UnavailableDelay: &metav1.Duration{Duration: 2 * time.Second}}
+	})
+	host := fw.Host.Client
+	runControllerManager(t, ctx, fw)
+	joinMembers(t, ctx, fw)
+	member1 := fw.Members[0]
+	proxy := throughFaultProxy(t, ctx, fw, member1)
+	healthy := true
+	t.Cleanup(func() {
+		if !healthy {
+			proxy.SetHealthy(true)
+		}
+	})
+
+	const n = 6
+	name := func(i int) string { return "spell-" + strconv.Itoa(i) }
+	only1 := []string{member1.Name}
+	for i := range n {
+		create(t, ctx, host, fedObject("ConfigMap", testNS, name(i), map[string]any{"data": map[string]any{"i": strconv.Itoa(i)}}, only1))
+	}
+	allState := func(want string) func() bool {
+		return func() bool {
+			for i := range n {
+				if state(ctx, host, "ConfigMap", name(i)) != want {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	waitFor(t, ctx, "the copies through the proxy", time.Minute, allState("True| "+member1.Name))
+
+	healthy = false
+	proxy.SetHealthy(false)
+	waitFor(t, ctx, member1.Name+" not Ready", time.Minute, func() bool { return !clusterReady(ctx, host, member1.Name) })
+	waitFor(t, ctx, "every object says ClusterNotReady past the delay", time.Minute,
+		allState("False/CheckClusters| "+member1.Name+"=ClusterNotReady"))
+	// Changed during the spell, by someone else than the control plane.
+	changed := &corev1.ConfigMap{}
+	if err := member1.Client.Get(ctx, client.ObjectKey{Namespace: testNS, Name: name(0)}, changed); err != nil {
+		t.Fatal(err)
+	}
+	changed.Data = map[string]string{"i": "changed"}
+	if err := member1.Client.Update(ctx, changed); err != nil {
+		t.Fatal(err)
+	}
+	unchanged, compared := copyChecks(t, member1.Name, "unchanged"), copyChecks(t, member1.Name, "compared")
+
+	proxy.SetHealthy(true)
+	healthy = true
+	waitFor(t, ctx, "every object propagated again", time.Minute, allState("True| "+member1.Name))
+	waitFor(t, ctx, "the copy changed during the spell corrected", time.Minute, func() bool {
+		cm := &corev1.ConfigMap{}
+		return member1.Client.Get(ctx, client.ObjectKey{Namespace: testNS, Name: name(0)}, cm) == nil && cm.Data["i"] == "0"
+	})
+	// The objects were planned for member1 again, each copy looked at:
+	// the changed one compared with its rendering, the others taken as
+	// they were last found up to date (the federated namespace's too).
+	waitFor(t, ctx, "every copy looked at", time.Minute, func() bool {
+		return copyChecks(t, member1.Name, "unchanged")-unchanged+copyChecks(t, member1.Name, "compared")-compared >= n
+	})
+	if got := copyChecks(t, member1.Name, "compared") - compared; got != 1 {
+		t.Fatalf("%v copies of %s compared with a rendering after the spell, want 1 (the one changed during it)", got, member1.Name)
+	}
+	if got := copyChecks(t, member1.Name, "unchanged") - unchanged; got < n-1 {
+		t.Fatalf("%v copies of %s taken as they were after the spell, want %d or more", got, member1.Name, n-1)
+	}
+}
+
+// copyChecks reads the engine's kubefed_copy_checks_total of a member.
+func copyChecks(t *testing.T, cluster, how string) float64 {
+	t.Helper()
+	return counterValue(t, "kubefed_copy_checks_total", "cluster", cluster, "how", how)
 }

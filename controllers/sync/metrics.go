@@ -59,6 +59,13 @@ var (
 		Name: "kubefed_bulk_status_writes_waiting",
 		Help: "Status writes of fan-out work (a member's readiness or a FederatedNamespace changed) waiting for changes of objects to ease.",
 	})
+	// copyChecks counts the checks of member copies against their plan: a
+	// copy unchanged since its last check is taken as it is, any other is
+	// compared with the plan's rendering.
+	copyChecks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kubefed_copy_checks_total",
+		Help: "Checks of member copies against their federated object, per cluster and how: unchanged (as last found up to date, nothing rendered) or compared (rendered, then compared with the copy, or created).",
+	}, []string{"cluster", "how"})
 	// statusWrites counts the status writes to federated objects.
 	statusWrites = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "kubefed_status_writes_total",
@@ -78,5 +85,5 @@ func observeDispatch(cluster, action string, start time.Time, err error) {
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(reconcileDuration, dispatchDuration, propagationLatency, dispatchInFlight,
-		clusterWriteDuration, clusterWriteErrors, statusWrites, statusConflicts, bulkWaiting)
+		clusterWriteDuration, clusterWriteErrors, statusWrites, statusConflicts, bulkWaiting, copyChecks)
 }

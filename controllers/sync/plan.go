@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"cmp"
 	"encoding/json"
 	"maps"
 	"strconv"
@@ -55,6 +56,25 @@ type clusterPlan struct {
 	// checked is the fingerprint of the copy last found to be what the
 	// plan asks for: a copy with the same fingerprint needs no rendering.
 	checked string
+	// seed is the equal plan the member had before a spell not Ready
+	// replaced it (clusterEntry.parked): the first check takes its checked
+	// fingerprint, so that a member back from the spell, its copies as
+	// they were, costs no rendering of them. The dispatcher worker holding
+	// the item reads it, as the one that last ran the seed did.
+	seed *clusterPlan
+}
+
+// takeSeed adopts the fingerprint of the plan p replaces after a spell not
+// Ready, if p has none of its own. Only the dispatcher worker holding the
+// plan's item calls it.
+func (p *clusterPlan) takeSeed() {
+	if p.seed == nil {
+		return
+	}
+	if p.checked == "" {
+		p.checked = p.seed.checked
+	}
+	p.seed = nil
 }
 
 // planIdentity is what a plan depends on: the action, and the federated
@@ -78,6 +98,10 @@ type clusterEntry struct {
 	// which may be an earlier plan than the current one.
 	result   *outcome
 	resultOf *clusterPlan
+	// parked, on an entry that says ClusterNotReady, is the plan the
+	// member had before: back to Ready with the same plan, the member's
+	// new plan starts from what it knew of the copy.
+	parked *clusterPlan
 }
 
 // current reports whether the entry's result is the outcome of its plan.
@@ -128,7 +152,14 @@ func (w *typeWorker) setState(key string, next *objectState) []string {
 			prev = old.clusters[name]
 		}
 		if e.plan == nil {
+			if prev != nil && e.result != nil && e.result.status == typesv1beta1.ClusterNotReady {
+				e.parked = cmp.Or(prev.plan, prev.parked)
+			}
 			continue
+		}
+		if prev != nil && prev.plan == nil && prev.parked != nil && prev.parked.identity == e.plan.identity &&
+			e.plan.action == actionSync {
+			e.plan.seed = prev.parked
 		}
 		if prev != nil && prev.plan != nil && prev.plan.identity == e.plan.identity {
 			e.plan, e.result, e.resultOf = prev.plan, prev.result, prev.resultOf

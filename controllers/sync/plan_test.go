@@ -105,6 +105,62 @@ func TestSetStateKeepsUnchangedPlansAndTheirResults(t *testing.T) {
 	}
 }
 
+// A member back from a spell not Ready gets a new plan that starts from
+// what the plan before the spell knew of its copy; a plan that changed
+// meanwhile (a new generation) starts afresh.
+func TestPlanParkedWhileNotReadySeedsTheNextOne(t *testing.T) {
+	w := &typeWorker{states: map[string]*objectState{}}
+	now := time.Now()
+	notReady := func() *clusterEntry {
+		return &clusterEntry{result: &outcome{cluster: "a", listed: true, status: typesv1beta1.ClusterNotReady}}
+	}
+	fed1 := testFed(1, nil)
+	before := syncPlan(fed1, now)
+	w.setState("ns/x", stateOf(fed1, map[string]*clusterEntry{"a": {plan: before}}))
+	before.checked = "copy-fingerprint"
+
+	spell := stateOf(fed1, map[string]*clusterEntry{"a": notReady()})
+	if got := w.setState("ns/x", spell); len(got) != 0 {
+		t.Fatalf("a member not ready was dispatched: %v", got)
+	}
+	if spell.clusters["a"].parked != before {
+		t.Fatal("the plan before the spell was not parked")
+	}
+	// Planned again during the spell: still parked.
+	again := stateOf(fed1, map[string]*clusterEntry{"a": notReady()})
+	w.setState("ns/x", again)
+	if again.clusters["a"].parked != before {
+		t.Fatal("a second plan during the spell lost the parked plan")
+	}
+
+	back := syncPlan(fed1, now.Add(time.Minute))
+	if got := w.setState("ns/x", stateOf(fed1, map[string]*clusterEntry{"a": {plan: back}})); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("back from the spell dispatches %v, want [a]: the copy must be looked at", got)
+	}
+	if back.seed != before || back.checked != "" {
+		t.Fatalf("the new plan's seed is %p (want %p), checked %q", back.seed, before, back.checked)
+	}
+	back.takeSeed()
+	if back.checked != "copy-fingerprint" || back.seed != nil {
+		t.Fatalf("after taking the seed: checked %q, seed %p", back.checked, back.seed)
+	}
+	// A plan that found the copy itself keeps its own fingerprint.
+	own := &clusterPlan{checked: "own", seed: before}
+	own.takeSeed()
+	if own.checked != "own" {
+		t.Fatalf("a seed replaced the plan's own fingerprint: %q", own.checked)
+	}
+
+	// A new generation during a spell: the parked plan is not equal.
+	w.setState("ns/x", stateOf(fed1, map[string]*clusterEntry{"a": notReady()}))
+	fed2 := testFed(2, nil)
+	changed := syncPlan(fed2, now.Add(2*time.Minute))
+	w.setState("ns/x", stateOf(fed2, map[string]*clusterEntry{"a": {plan: changed}}))
+	if changed.seed != nil {
+		t.Fatal("a plan of another generation was seeded from the parked one")
+	}
+}
+
 func TestRecordResultClassifiesChanges(t *testing.T) {
 	w := &typeWorker{states: map[string]*objectState{}}
 	fed := testFed(1, nil)
@@ -307,10 +363,28 @@ func TestFingerprintIgnoresOnlyStatus(t *testing.T) {
 			t.Errorf("a change of %s kept the fingerprint", name)
 		}
 	}
+	// Without metadata.generation every write counts, as it changes the
+	// resourceVersion; a copy never read from a member has none to tell.
 	noGeneration := base()
 	noGeneration.SetGeneration(0)
 	if fingerprint(noGeneration) != "" {
-		t.Error("an object without generation has a fingerprint: its data changes would go unchecked")
+		t.Error("an object without generation or resourceVersion has a fingerprint: its data changes would go unchecked")
+	}
+	noGeneration.SetResourceVersion("7")
+	seven := fingerprint(noGeneration)
+	if seven == "" {
+		t.Fatal("no fingerprint for an object without generation read from a member")
+	}
+	written := noGeneration.DeepCopy()
+	written.Object["data"] = map[string]any{"k": "v"}
+	written.SetResourceVersion("8")
+	if fingerprint(written) == seven {
+		t.Error("a write of an object without generation kept the fingerprint")
+	}
+	recreated := noGeneration.DeepCopy()
+	recreated.SetUID("v")
+	if fingerprint(recreated) == seven {
+		t.Error("an object made anew kept the fingerprint")
 	}
 }
 

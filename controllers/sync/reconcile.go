@@ -415,6 +415,7 @@ func (w *typeWorker) syncPlaced(ctx context.Context, fed *unstructured.Unstructu
 	if ok, o := w.memberCache(cluster); !ok {
 		return o
 	}
+	p.takeSeed()
 	namespace, name := w.memberName(fed)
 	current := w.cached(cluster, namespace, name)
 	if current == nil && w.wrote(cluster, fed, p.hash) {
@@ -425,6 +426,7 @@ func (w *typeWorker) syncPlaced(ctx context.Context, fed *unstructured.Unstructu
 	}
 	if current != nil && p.checked != "" && p.checked == fingerprint(current) {
 		// Only the copy's status changed since it was found up to date.
+		copyChecks.WithLabelValues(cluster, "unchanged").Inc()
 		return outcome{cluster: cluster, listed: true, remote: w.remoteStatus(current), counts: w.countsOf(current), checked: p.checked, unobserved: !w.observed(current)}
 	}
 	if !p.rendered {
@@ -442,6 +444,7 @@ func (w *typeWorker) syncPlaced(ctx context.Context, fed *unstructured.Unstructu
 	if p.renderErr != nil {
 		return *p.renderErr
 	}
+	copyChecks.WithLabelValues(cluster, "compared").Inc()
 	var o outcome
 	switch {
 	case current == nil:
@@ -463,13 +466,24 @@ func (w *typeWorker) syncPlaced(ctx context.Context, fed *unstructured.Unstructu
 }
 
 // fingerprint identifies what of a member copy a plan's check depends on:
-// all but its status. Empty for a kind without metadata.generation, whose
-// every change must be checked.
+// all but its status. A kind without metadata.generation (a ConfigMap, a
+// Secret) has no way to tell a status change from another, so any change
+// counts: its fingerprint is the copy's resourceVersion, which the member
+// changes with every write.
 func fingerprint(obj *unstructured.Unstructured) string {
-	if obj == nil || obj.GetGeneration() == 0 {
+	if obj == nil {
 		return ""
 	}
-	b, err := json.Marshal([]any{obj.GetUID(), obj.GetGeneration(), obj.GetLabels(), obj.GetAnnotations(), obj.GetDeletionTimestamp() != nil})
+	var parts []any
+	if obj.GetGeneration() == 0 {
+		if obj.GetResourceVersion() == "" {
+			return ""
+		}
+		parts = []any{obj.GetUID(), obj.GetResourceVersion()}
+	} else {
+		parts = []any{obj.GetUID(), obj.GetGeneration(), obj.GetLabels(), obj.GetAnnotations(), obj.GetDeletionTimestamp() != nil}
+	}
+	b, err := json.Marshal(parts)
 	if err != nil {
 		return ""
 	}

@@ -31,6 +31,7 @@ type FaultProxy struct {
 	mu         sync.Mutex
 	cond       *sync.Cond
 	hold       bool
+	unhealthy  bool
 	closed     bool
 	failCreate map[string]bool
 	requests   map[string][]string
@@ -61,7 +62,18 @@ func StartFaultProxy(target string, caPEM []byte) (*FaultProxy, error) {
 	}
 	rp.FlushInterval = -1
 	rp.ModifyResponse = p.modify
-	p.server = httptest.NewUnstartedServer(rp)
+	p.server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if healthPaths[r.URL.Path] {
+			p.mu.Lock()
+			unhealthy := p.unhealthy
+			p.mu.Unlock()
+			if unhealthy {
+				http.Error(w, "made unhealthy by the test's fault proxy", http.StatusServiceUnavailable)
+				return
+			}
+		}
+		rp.ServeHTTP(w, r)
+	}))
 	p.server.EnableHTTP2 = true
 	p.server.StartTLS()
 	return p, nil
@@ -81,6 +93,18 @@ func (p *FaultProxy) FailNextCreate(resource, name string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.failCreate[resource+"/"+name] = true
+}
+
+// healthPaths are the API server's health checks, which SetHealthy fails.
+var healthPaths = map[string]bool{"/healthz": true, "/readyz": true, "/livez": true}
+
+// SetHealthy makes the member's health checks (/readyz, /healthz, /livez)
+// answer 503 (false) or pass through again (true), so that the control
+// plane takes the member for not Ready while it serves every other request.
+func (p *FaultProxy) SetHealthy(healthy bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.unhealthy = !healthy
 }
 
 // HoldWatches stops (true) or resumes (false) passing on watch events;
