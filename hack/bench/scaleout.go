@@ -42,6 +42,11 @@ func (r *runner) scaleOutWaves(ctx context.Context) error {
 	if err := r.createWave(ctx, scenarioScaleMany, "sm", n, 0); err != nil {
 		return err
 	}
+	// The killed wave too starts over as many objects as the single
+	// replica's: its throughput and the survivors' memory compare.
+	if err := r.deleteWave(ctx, "scale-out: delete (3 replicas)", "sm", n); err != nil {
+		return err
+	}
 	if err := r.killedWave(ctx, "sk", n); err != nil {
 		return err
 	}
