@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -15,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	toolscache "k8s.io/client-go/tools/cache"
 
@@ -142,8 +140,8 @@ func (w *typeWorker) reconcile(ctx context.Context, key string, priority int) (t
 	return w.plan(key, fed, priority), nil
 }
 
-// finalizerWait is how soon a replica that leaves adding the finalizer, or
-// releasing it, to another looks at the object again.
+// finalizerWait is how soon a replica that leaves adding the finalizer to
+// another looks at the object again.
 const finalizerWait = 2 * time.Second
 
 func (w *typeWorker) hostResource(namespace string) dynamic.ResourceInterface {
@@ -799,28 +797,11 @@ func (w *typeWorker) releaseFinalizer(ctx context.Context, fed *unstructured.Uns
 		w.recorder.Eventf(fed, corev1.EventTypeWarning, eventDeletionLeftInNotReadyClusters, deletionLeftBehindMessageFmt,
 			w.e.opts.NotReadyClusterDeletionTimeout, strings.Join(leftBehind, ", "))
 	}
-	i := slices.Index(fed.GetFinalizers(), corev1beta1.SyncControllerFinalizer)
-	if i < 0 {
-		w.settled(fed)
-		return nil
-	}
-	// A JSON patch that removes our finalizer where the cache shows it, on
-	// the object the cache shows: not guarded by the resourceVersion, which
-	// every status write changes (another replica's status write would make
-	// an update conflict, and be sent again).
-	path := "/metadata/finalizers/" + strconv.Itoa(i)
-	patch, err := json.Marshal([]map[string]any{
-		{"op": "test", "path": "/metadata/uid", "value": string(fed.GetUID())},
-		{"op": "test", "path": path, "value": corev1beta1.SyncControllerFinalizer},
-		{"op": "remove", "path": path},
-	})
-	if err != nil {
-		return err
-	}
-	if _, err := w.hostResource(fed.GetNamespace()).Patch(ctx, fed.GetName(), types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		if apierrors.IsInvalid(err) || apierrors.IsConflict(err) {
-			// The finalizers or the object are not what the cache shows:
-			// the object's next event plans again.
+	obj := fed.DeepCopy()
+	obj.SetFinalizers(slices.DeleteFunc(obj.GetFinalizers(), func(f string) bool { return f == corev1beta1.SyncControllerFinalizer }))
+	if _, err := w.hostResource(obj.GetNamespace()).Update(ctx, obj, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if apierrors.IsConflict(err) {
+			// The cache is behind; the object's next event plans again.
 			w.queue.Add(objectKey(fed))
 			return nil
 		}

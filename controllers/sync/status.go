@@ -280,13 +280,6 @@ func (w *typeWorker) syncStatus(ctx context.Context, key string, bulk bool) (tim
 				return othersHoldRequeue, nil
 			}
 		}
-		if shard := w.e.opts.Shard; shard != nil && !shard.Assigned(w.fedGVR.Resource+"/"+key) {
-			// One replica, by hashing, releases the object, as one adds
-			// the finalizer: the others would each send an update that
-			// conflicts with its or finds the object gone. They look
-			// again in a moment, should that replica be going away.
-			return finalizerWait, nil
-		}
 		w.forgetPullEntries(fed.GetUID())
 		return 0, w.releaseFinalizer(ctx, fed, st.leftBehind)
 	}
