@@ -18,6 +18,7 @@ import (
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
 	"github.com/kubefed-io/kubefed/pkg/controllermanager"
 	"github.com/kubefed-io/kubefed/pkg/sharding"
+	"github.com/kubefed-io/kubefed/test/framework"
 )
 
 // TestEngineScaleOut runs two replicas with --scale-out in this process,
@@ -113,12 +114,45 @@ func TestEngineScaleOut(t *testing.T) {
 			return true
 		}
 	}
+	// Writes of the objects themselves and of their status, answered or
+	// refused.
+	hostWrites := func() (object, status int) {
+		t.Helper()
+		for _, sub := range []string{`subresource=""`, `subresource="status"`} {
+			got, err := framework.APIServerRequests(ctx, fw.Host, func(line string) bool {
+				return (strings.Contains(line, `verb="PUT"`) || strings.Contains(line, `verb="PATCH"`) || strings.Contains(line, `verb="APPLY"`)) &&
+					strings.Contains(line, `resource="federatedconfigmaps"`) && strings.Contains(line, sub)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			object, status = status, got
+		}
+		return object, status
+	}
+	objectUpdates := func() int {
+		object, _ := hostWrites()
+		return object
+	}
+	objectsBefore, statusBefore := hostWrites()
 	for i := range n / 2 {
 		if err := host.Delete(ctx, fedObject("ConfigMap", testNS, "cm-"+strconv.Itoa(i), nil, nil)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	waitFor(t, ctx, "half the objects deleted across both replicas", time.Minute, gone(0, n/2))
+	// While the objects are deleted, one replica per object (by hashing)
+	// releases the finalizer, once; the other drops its entries, once its
+	// copy is gone, and the releaser's go with the object.
+	waitFor(t, ctx, "the releases counted", 10*time.Second, func() bool { return objectUpdates()-objectsBefore >= n/2 })
+	objects, status := hostWrites()
+	t.Logf("deleting %d objects took %d writes of the objects and %d of their status", n/2, objects-objectsBefore, status-statusBefore)
+	if got := objects - objectsBefore; got != n/2 {
+		t.Errorf("%d writes of the %d objects deleted while both replicas served, want one release of the finalizer each", got, n/2)
+	}
+	if got := status - statusBefore; got > n {
+		t.Errorf("%d status writes while %d objects were deleted by 2 replicas, want at most one per object and replica", got, n/2)
+	}
 	for _, m := range fw.Members {
 		if got := copies(t, ctx, m); got != n-n/2 {
 			t.Fatalf("%s has %d copies after deleting %d of %d, want %d", m.Name, got, n/2, n, n-n/2)

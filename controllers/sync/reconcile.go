@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	toolscache "k8s.io/client-go/tools/cache"
 
@@ -93,6 +95,7 @@ func (w *typeWorker) reconcile(ctx context.Context, key string, priority int) (t
 		w.changedMu.Unlock()
 		w.statusMu.Lock()
 		delete(w.statusWritten, key)
+		delete(w.released, key)
 		w.statusMu.Unlock()
 		w.planRelease(key, priority)
 		return 0, nil
@@ -140,8 +143,8 @@ func (w *typeWorker) reconcile(ctx context.Context, key string, priority int) (t
 	return w.plan(key, fed, priority), nil
 }
 
-// finalizerWait is how soon a replica that leaves adding the finalizer to
-// another looks at the object again.
+// finalizerWait is how soon a replica that leaves adding the finalizer, or
+// releasing it, to another looks at the object again.
 const finalizerWait = 2 * time.Second
 
 func (w *typeWorker) hostResource(namespace string) dynamic.ResourceInterface {
@@ -683,6 +686,10 @@ func (w *typeWorker) deleteCopy(ctx context.Context, fed *unstructured.Unstructu
 	}
 	w.forget(cluster, fed)
 	w.events.record(fed, EventDeleteInCluster, "Deleting", w.target.kind, current.GetName(), cluster, "")
+	// The member's watch is about to show the copy gone: the status write
+	// waits for it (within statusHold), rather than saying
+	// WaitingForRemoval and then writing again.
+	out.unobserved = err == nil
 	return out
 }
 
@@ -792,21 +799,48 @@ func (w *typeWorker) deleteIn(ctx context.Context, fed *unstructured.Unstructure
 
 // releaseFinalizer lets the apiserver delete fed once no member holds a
 // copy of it.
-func (w *typeWorker) releaseFinalizer(ctx context.Context, fed *unstructured.Unstructured, leftBehind []string) error {
+func (w *typeWorker) releaseFinalizer(ctx context.Context, key string, fed *unstructured.Unstructured, leftBehind []string) error {
+	w.statusMu.Lock()
+	done := w.released[key] == fed.GetUID()
+	w.statusMu.Unlock()
+	if done {
+		// Released a moment ago; the cache is behind.
+		return nil
+	}
 	if len(leftBehind) > 0 {
 		w.recorder.Eventf(fed, corev1.EventTypeWarning, eventDeletionLeftInNotReadyClusters, deletionLeftBehindMessageFmt,
 			w.e.opts.NotReadyClusterDeletionTimeout, strings.Join(leftBehind, ", "))
 	}
-	obj := fed.DeepCopy()
-	obj.SetFinalizers(slices.DeleteFunc(obj.GetFinalizers(), func(f string) bool { return f == corev1beta1.SyncControllerFinalizer }))
-	if _, err := w.hostResource(obj.GetNamespace()).Update(ctx, obj, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		if apierrors.IsConflict(err) {
-			// The cache is behind; the object's next event plans again.
+	i := slices.Index(fed.GetFinalizers(), corev1beta1.SyncControllerFinalizer)
+	if i < 0 {
+		w.settled(fed)
+		return nil
+	}
+	// A JSON patch that removes our finalizer where the cache shows it, on
+	// the object the cache shows: not guarded by the resourceVersion, which
+	// every status write changes (another replica's status write would make
+	// an update conflict, and be sent again).
+	path := "/metadata/finalizers/" + strconv.Itoa(i)
+	patch, err := json.Marshal([]map[string]any{
+		{"op": "test", "path": "/metadata/uid", "value": string(fed.GetUID())},
+		{"op": "test", "path": path, "value": corev1beta1.SyncControllerFinalizer},
+		{"op": "remove", "path": path},
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := w.hostResource(fed.GetNamespace()).Patch(ctx, fed.GetName(), types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if apierrors.IsInvalid(err) || apierrors.IsConflict(err) {
+			// The finalizers or the object are not what the cache shows:
+			// the object's next event plans again.
 			w.queue.Add(objectKey(fed))
 			return nil
 		}
 		return fmt.Errorf("remove finalizer: %w", err)
 	}
+	w.statusMu.Lock()
+	w.released[key] = fed.GetUID()
+	w.statusMu.Unlock()
 	w.settled(fed)
 	return nil
 }

@@ -265,9 +265,17 @@ func (w *typeWorker) syncStatus(ctx context.Context, key string, bulk bool) (tim
 		return v.wait, nil
 	}
 	if st.deleting {
-		if anyListed(v.outcomes) || keep != nil {
-			// A replica serving a share of the members drops its entries
-			// once its copies are gone, which tells the others.
+		// One replica, by hashing, releases the object, as one adds the
+		// finalizer: the others would each send an update that conflicts
+		// with its or finds the object gone.
+		releaser := true
+		if shard := w.e.opts.Shard; shard != nil && !shard.Assigned(w.fedGVR.Resource+"/"+key) {
+			releaser = false
+		}
+		if anyListed(v.outcomes) || keep != nil && (!releaser || w.e.opts.Agent) {
+			// A replica serving a share of the members (or an agent) drops
+			// its entries once its copies are gone, which tells the
+			// releaser; the releaser's own entries go with the object.
 			if requeue, err := w.writeStatus(ctx, key, fed, v.outcomes, "", "", keep, bulk); err != nil || requeue > 0 || anyListed(v.outcomes) {
 				return requeue, err
 			}
@@ -276,12 +284,24 @@ func (w *typeWorker) syncStatus(ctx context.Context, key string, bulk bool) (tim
 				// plane releases the object.
 				return 0, nil
 			}
-			if keep != nil && w.othersHold(ctx, fed, keep) {
-				return othersHoldRequeue, nil
+		}
+		if !releaser {
+			// The others look again in a moment, should the releaser be
+			// going away.
+			return finalizerWait, nil
+		}
+		if keep != nil && w.othersHold(ctx, fed, keep) {
+			if time.Since(fed.GetDeletionTimestamp().Time) > statusHold {
+				// The others take a while: our entries say meanwhile
+				// that our copies are gone.
+				if requeue, err := w.writeStatus(ctx, key, fed, v.outcomes, "", "", keep, bulk); err != nil || requeue > 0 {
+					return requeue, err
+				}
 			}
+			return othersHoldRequeue, nil
 		}
 		w.forgetPullEntries(fed.GetUID())
-		return 0, w.releaseFinalizer(ctx, fed, st.leftBehind)
+		return 0, w.releaseFinalizer(ctx, key, fed, st.leftBehind)
 	}
 	failed := false
 	for _, o := range v.outcomes {

@@ -107,6 +107,10 @@ type typeWorker struct {
 
 	statusMu      gosync.Mutex
 	statusWritten map[string]statusRecord
+	// released is the UID of each object whose finalizer this engine
+	// removed, until the cache shows the object gone: events the cache
+	// delivers meanwhile must not release it again.
+	released map[string]types.UID
 
 	// pullSeen are the Pull-mode members seen reporting on each object
 	// being deleted (pullMayHold).
@@ -178,6 +182,7 @@ func newTypeWorker(e *Engine, ftc *corev1beta1.FederatedTypeConfig) (*typeWorker
 		changed:       map[string]changeSeen{},
 		states:        map[string]*objectState{},
 		statusWritten: map[string]statusRecord{},
+		released:      map[string]types.UID{},
 	}
 	if e.opts.StatusManager != "" && e.opts.Shard != nil && !e.opts.Agent {
 		w.applyStatus = e.statusClustersKeyed(w.fedGVR)

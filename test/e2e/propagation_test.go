@@ -118,18 +118,8 @@ func writeCount(ctx context.Context, c *framework.Cluster, resource string, with
 // whose line match accepts.
 func apiserverRequests(ctx context.Context, c *framework.Cluster, match func(line string) bool) int {
 	GinkgoHelper()
-	raw, err := c.Kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	total, err := framework.APIServerRequests(ctx, c, match)
 	Expect(err).NotTo(HaveOccurred())
-	total := 0
-	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(line, "apiserver_request_total{") || !match(line) {
-			continue
-		}
-		fields := strings.Fields(line)
-		n, err := strconv.ParseFloat(fields[len(fields)-1], 64)
-		Expect(err).NotTo(HaveOccurred())
-		total += int(n)
-	}
 	return total
 }
 
