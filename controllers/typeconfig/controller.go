@@ -101,7 +101,7 @@ type Reconciler struct {
 	// APIReader reads the ConfigMap of propagating types past the cache,
 	// which does not hold ConfigMaps; the manager's when nil.
 	APIReader client.Reader
-	// publishMu guards published and publishForbidden.
+	// publishMu guards published, publishForbidden and configSeen.
 	publishMu sync.Mutex
 	// published is the ConfigMap's data as this leader last wrote or
 	// found it, at publishedAt; nil until then, and again once leading
@@ -109,6 +109,11 @@ type Reconciler struct {
 	published        map[string]string
 	publishedAt      time.Time
 	publishForbidden bool
+	// configSeen is whether this process found the control plane's
+	// KubeFedConfig to own the ConfigMap: once it is gone (helm uninstall
+	// deletes it before the controller-manager), the ConfigMap is not made
+	// again without an owner to take it away.
+	configSeen bool
 }
 
 // SetupWithManager registers the controller.

@@ -484,8 +484,7 @@ func TestTypeConfigMemberPresence(t *testing.T) {
 	waitFor(t, "the owned ConfigMap deleted with the KubeFedConfig", func() (bool, string) {
 		cm := &corev1.ConfigMap{}
 		err := hostClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: corev1beta1.PropagatingTypesConfigMap}, cm)
-		// Gone, or gone and put back since (a new object).
-		return apierrors.IsNotFound(err) || (err == nil && cm.UID != owned.UID), fmt.Sprint(cm.UID, err)
+		return apierrors.IsNotFound(err), fmt.Sprint(cm.UID, err)
 	})
 
 	// Installing the CRD in the member is noticed without any change in the host.
@@ -512,6 +511,17 @@ func TestTypeConfigMemberPresence(t *testing.T) {
 		t.Fatal(err)
 	}
 	expectGauge(gizmos.Name, map[string]float64{})
+
+	// The ConfigMap is not made again without the KubeFedConfig to own it
+	// (a control plane being uninstalled would leave it behind): the
+	// deleted type's finalizer goes only after the types were published.
+	waitFor(t, "the deleted type gone", func() (bool, string) {
+		err := hostClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: gizmos.Name}, &corev1beta1.FederatedTypeConfig{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	if err := hostClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: corev1beta1.PropagatingTypesConfigMap}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the ConfigMap of propagating types made again after its owner, the KubeFedConfig, was deleted (get: %v)", err)
+	}
 }
 
 // stateOf is a type's propagation controller status and Ready reason.

@@ -75,10 +75,16 @@ func (r *Reconciler) publishPropagating(ctx context.Context, name string, curren
 	case apierrors.IsNotFound(err):
 		cm = &corev1.ConfigMap{Data: data}
 		cm.Namespace, cm.Name = key.Namespace, key.Name
-		r.ownedByConfig(ctx, cm)
+		if _, found := r.ownedByConfig(ctx, cm); !found && r.configSeen {
+			// The KubeFedConfig went away, and the garbage collector took
+			// the ConfigMap with it: the control plane is being removed.
+			// One made now would have no owner and outlive it.
+			r.published, r.publishedAt = data, time.Now()
+			return nil
+		}
 		err = r.Client.Create(ctx, cm)
 	case err == nil:
-		owned := r.ownedByConfig(ctx, cm)
+		owned, _ := r.ownedByConfig(ctx, cm)
 		if owned || !maps.Equal(cm.Data, data) {
 			cm.Data = data
 			err = r.Client.Update(ctx, cm)
@@ -103,16 +109,18 @@ func (r *Reconciler) publishPropagating(ctx context.Context, name string, curren
 // ownedByConfig makes the control plane's KubeFedConfig an owner of cm, so
 // that the garbage collector removes the ConfigMap with it (helm uninstall
 // deletes the chart's KubeFedConfig; the controller-manager that made the
-// ConfigMap is gone by then). It reports whether it changed cm. Without a
-// KubeFedConfig, or unable to read it, cm is left as it is.
-func (r *Reconciler) ownedByConfig(ctx context.Context, cm *corev1.ConfigMap) bool {
+// ConfigMap is gone by then). It reports whether it changed cm, and whether
+// the KubeFedConfig was found. Without a KubeFedConfig, or unable to read
+// it, cm is left as it is. Called with publishMu held.
+func (r *Reconciler) ownedByConfig(ctx context.Context, cm *corev1.ConfigMap) (changed, found bool) {
 	kfc := &corev1beta1.KubeFedConfig{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: corev1beta1.KubeFedConfigName}, kfc); err != nil {
-		return false
+		return false, !apierrors.IsNotFound(err)
 	}
+	r.configSeen = true
 	before := slices.Clone(cm.OwnerReferences)
 	if err := controllerutil.SetOwnerReference(kfc, cm, r.Client.Scheme()); err != nil {
-		return false
+		return false, true
 	}
-	return !equality.Semantic.DeepEqual(before, cm.OwnerReferences)
+	return !equality.Semantic.DeepEqual(before, cm.OwnerReferences), true
 }
