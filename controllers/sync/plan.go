@@ -271,7 +271,12 @@ type statusView struct {
 // holds reports whether plan, made at plan.created, is still within
 // statusHold at now, and if so keeps the soonest end of a hold in v.wait.
 func (v *statusView) holds(plan *clusterPlan, now time.Time) bool {
-	left := statusHold - now.Sub(plan.created)
+	return v.holdsFrom(plan.created, now)
+}
+
+// holdsFrom is holds for a hold that started at start.
+func (v *statusView) holdsFrom(start, now time.Time) bool {
+	left := statusHold - now.Sub(start)
 	if left <= 0 {
 		return false
 	}
@@ -279,6 +284,14 @@ func (v *statusView) holds(plan *clusterPlan, now time.Time) bool {
 		v.wait = left
 	}
 	return true
+}
+
+// laterOf is the later of two times.
+func laterOf(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // view collects the outcomes of the members of st as of now: all of them,
@@ -296,7 +309,7 @@ func (st *objectState) view(now time.Time, keep func(string) bool) statusView {
 			}
 			// A copy written a moment ago: the member's controllers are
 			// about to report on it.
-			if e.result.unobserved && e.plan != nil && v.holds(e.plan, now) {
+			if e.result.unobserved && e.plan != nil && v.holdsFrom(laterOf(e.plan.created, e.result.heldFrom), now) {
 				continue
 			}
 			v.outcomes = append(v.outcomes, *e.result)

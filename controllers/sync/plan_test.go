@@ -267,6 +267,30 @@ func TestViewWaitsForTheMembersFirstReport(t *testing.T) {
 	}
 }
 
+// A copy a member just removed holds the status write until its watch
+// shows the copy gone, within statusHold of the member's answer, however
+// long the removal waited for the member: the entry is dropped in one
+// write, never written WaitingForRemoval first.
+func TestViewWaitsForTheMembersWatchAfterARemoval(t *testing.T) {
+	start := time.Now()
+	fed := testFed(1, nil)
+	deleting := &clusterPlan{action: actionDelete, created: start}
+	answered := start.Add(3 * time.Second)
+	st := stateOf(fed, map[string]*clusterEntry{
+		"a": {plan: deleting, result: &outcome{cluster: "a", listed: true, status: typesv1beta1.WaitingForRemoval,
+			unobserved: true, heldFrom: answered}, resultOf: deleting},
+	})
+	v := st.view(answered.Add(500*time.Millisecond), nil)
+	if len(v.outcomes) != 0 || v.wait != statusHold-500*time.Millisecond {
+		t.Fatalf("a removal answered 500 ms ago, its plan %v old: outcomes %v, wait %v; want none and a wait of %v",
+			answered.Add(500*time.Millisecond).Sub(start), v.outcomes, v.wait, statusHold-500*time.Millisecond)
+	}
+	v = st.view(answered.Add(statusHold+time.Millisecond), nil)
+	if len(v.outcomes) != 1 || v.outcomes[0].status != typesv1beta1.WaitingForRemoval || v.wait != 0 {
+		t.Fatalf("past the hold: outcomes %v, wait %v; want WaitingForRemoval written", v.outcomes, v.wait)
+	}
+}
+
 func TestObservedReadsTheMembersReport(t *testing.T) {
 	copyWith := func(generation int64, status map[string]any) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{Object: map[string]any{}}

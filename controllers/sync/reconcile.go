@@ -80,6 +80,10 @@ type outcome struct {
 	// waits for that, up to statusHold, rather than write the copy's
 	// status twice within a moment.
 	unobserved bool
+	// heldFrom is when a removal was answered: the hold of its unobserved
+	// outcome runs from then rather than from the plan, which may have
+	// waited for the member longer than statusHold.
+	heldFrom time.Time
 }
 
 // reconcile plans the object at key; priority is the work's (prompt or
@@ -687,9 +691,12 @@ func (w *typeWorker) deleteCopy(ctx context.Context, fed *unstructured.Unstructu
 	w.forget(cluster, fed)
 	w.events.record(fed, EventDeleteInCluster, "Deleting", w.target.kind, current.GetName(), cluster, "")
 	// The member's watch is about to show the copy gone: the status write
-	// waits for it (within statusHold), rather than saying
+	// waits for it (within statusHold of the answer), rather than saying
 	// WaitingForRemoval and then writing again.
-	out.unobserved = err == nil
+	out.unobserved = true
+	if err == nil {
+		out.heldFrom = time.Now()
+	}
 	return out
 }
 

@@ -291,7 +291,7 @@ func (w *typeWorker) syncStatus(ctx context.Context, key string, bulk bool) (tim
 			return finalizerWait, nil
 		}
 		if keep != nil && w.othersHold(ctx, fed, keep) {
-			if time.Since(fed.GetDeletionTimestamp().Time) > statusHold {
+			if time.Since(fed.GetDeletionTimestamp().Time) > othersSlow {
 				// The others take a while: our entries say meanwhile
 				// that our copies are gone.
 				if requeue, err := w.writeStatus(ctx, key, fed, v.outcomes, "", "", keep, bulk); err != nil || requeue > 0 {
@@ -312,6 +312,11 @@ func (w *typeWorker) syncStatus(ctx context.Context, key string, bulk bool) (tim
 	}
 	return w.writeStatus(ctx, key, fed, v.outcomes, "", "", keep, bulk)
 }
+
+// othersSlow is how long the replica releasing a deleted object leaves
+// its own entries as they are while the others remove their copies: they
+// go with the object, unless the others take longer.
+const othersSlow = 10 * time.Second
 
 // othersHoldRequeue is how often a deletion looks again whether members
 // served by other replicas still hold copies.
