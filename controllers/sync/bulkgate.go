@@ -84,6 +84,27 @@ func (g *bulkGate) acquire(ctx context.Context) (release func(), err error) {
 	}
 }
 
+// bulkWorkerHold is how long a bulk write waits in the gate before it
+// gives its status worker back: the worker takes prompt work first from
+// its queue, which would otherwise wait while every worker of the type
+// held a bulk write (up to workers × floor).
+const bulkWorkerHold = 100 * time.Millisecond
+
+// acquireWithin is acquire waiting at most d: ok is false when the write's
+// turn or slot did not come within d (err only when ctx ended).
+func (g *bulkGate) acquireWithin(ctx context.Context, d time.Duration) (release func(), ok bool, err error) {
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	release, err = g.acquire(wctx)
+	switch {
+	case err == nil:
+		return release, true, nil
+	case ctx.Err() != nil:
+		return nil, false, ctx.Err()
+	}
+	return nil, false, nil
+}
+
 // turn returns 0 when a bulk write may go at now (taking the floor's turn
 // if prompt work is on), or how long to wait before asking again.
 func (g *bulkGate) turn(now time.Time) time.Duration {

@@ -145,3 +145,64 @@ func TestBulkGateWaitingMetric(t *testing.T) {
 		t.Fatalf("gauge %v after the write gave up, want %v", got, base)
 	}
 }
+
+func deferred(t *testing.T) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := bulkWorkerReturns.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+// A bulk status write whose turn does not come within bulkWorkerHold gives
+// its worker back, to be tried again a floor later, and writes nothing: a
+// changed object's status write queued behind it never waits for every
+// worker of its type to be held in the gate.
+func TestBulkStatusWriteGivesItsWorkerBack(t *testing.T) {
+	g := newBulkGate(1, time.Hour, time.Hour)
+	g.prompt()
+	r, err := g.acquire(context.Background()) // the floor's turn
+	if err != nil {
+		t.Fatal(err)
+	}
+	r()
+
+	// The gate alone: not within the hold, and no error.
+	start := time.Now()
+	if _, ok, err := g.acquireWithin(context.Background(), 50*time.Millisecond); ok || err != nil {
+		t.Fatalf("acquireWithin with the turn an hour away: ok=%v err=%v, want neither", ok, err)
+	}
+	if d := time.Since(start); d < 50*time.Millisecond || d > 10*time.Second {
+		t.Fatalf("acquireWithin gave up after %v, want 50ms", d)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, ok, err := g.acquireWithin(ctx, time.Hour); ok || err == nil {
+		t.Fatalf("acquireWithin with its context ended: ok=%v err=%v, want the context's error", ok, err)
+	}
+
+	// A type's status write of bulk work: back to the queue a floor later,
+	// nothing written (the worker has no host client to write with).
+	w := &typeWorker{e: &Engine{bulk: g}, statusWritten: map[string]statusRecord{}}
+	fed := testFed(1, nil)
+	fed.SetNamespace("ns")
+	fed.SetName("a")
+	before := deferred(t)
+	start = time.Now()
+	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer wcancel()
+	requeue, err := w.writeStatus(wctx, "ns/a", fed, []outcome{{cluster: "member1", listed: true}}, "", "", nil, true)
+	if err != nil || requeue != bulkFloor {
+		t.Fatalf("bulk status write with the gate's turn an hour away: requeue %v, err %v; want %v and none", requeue, err, bulkFloor)
+	}
+	if d := time.Since(start); d < bulkWorkerHold || d > 10*time.Second {
+		t.Fatalf("the bulk status write held its worker %v, want %v", d, bulkWorkerHold)
+	}
+	if got := deferred(t) - before; got != 1 {
+		t.Fatalf("kubefed_bulk_status_writes_deferred_total rose by %v, want 1", got)
+	}
+	if len(w.statusWritten) != 0 {
+		t.Fatalf("a deferred write recorded %v", w.statusWritten)
+	}
+}

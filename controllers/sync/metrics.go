@@ -59,6 +59,12 @@ var (
 		Name: "kubefed_bulk_status_writes_waiting",
 		Help: "Status writes of fan-out work (a member's readiness or a FederatedNamespace changed) waiting for changes of objects to ease.",
 	})
+	// bulkWorkerReturns counts the bulk status writes that gave their
+	// worker back after bulkWorkerHold in the gate, to be tried again.
+	bulkWorkerReturns = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "kubefed_bulk_status_writes_deferred_total",
+		Help: "Status writes of fan-out work that waited 100ms for their turn without getting it and gave their worker back to changes of objects, to be tried again.",
+	})
 	// copyChecks counts the checks of member copies against their plan: a
 	// copy unchanged since its last check is taken as it is, any other is
 	// compared with the plan's rendering.
@@ -85,5 +91,5 @@ func observeDispatch(cluster, action string, start time.Time, err error) {
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(reconcileDuration, dispatchDuration, propagationLatency, dispatchInFlight,
-		clusterWriteDuration, clusterWriteErrors, statusWrites, statusConflicts, bulkWaiting, copyChecks)
+		clusterWriteDuration, clusterWriteErrors, statusWrites, statusConflicts, bulkWaiting, bulkWorkerReturns, copyChecks)
 }

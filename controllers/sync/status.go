@@ -556,9 +556,16 @@ func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructu
 		log.Info("writing status", "federatedObject", key, "old", string(was), "new", string(now))
 	}
 	if bulk {
-		release, err := w.e.bulk.acquire(ctx)
+		release, ok, err := w.e.bulk.acquireWithin(ctx, bulkWorkerHold)
 		if err != nil {
 			return 0, err
+		}
+		if !ok {
+			// Prompt work goes on: the worker goes back to its queue,
+			// where prompt items come first, and this write waits for
+			// its turn again in a moment.
+			bulkWorkerReturns.Inc()
+			return bulkFloor, nil
 		}
 		defer release()
 	} else {
