@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -110,14 +111,20 @@ func TestBulkGateSlots(t *testing.T) {
 	}
 }
 
-func waiting(t *testing.T) float64 {
+// metricValue reads a gauge's or a counter's value.
+func metricValue(t *testing.T, metric prometheus.Metric) float64 {
 	t.Helper()
 	var m dto.Metric
-	if err := bulkWaiting.Write(&m); err != nil {
+	if err := metric.Write(&m); err != nil {
 		t.Fatal(err)
 	}
-	return m.GetGauge().GetValue()
+	if m.Gauge != nil {
+		return m.GetGauge().GetValue()
+	}
+	return m.GetCounter().GetValue()
 }
+
+func waiting(t *testing.T) float64 { return metricValue(t, bulkWaiting) }
 
 // kubefed_bulk_status_writes_waiting counts the bulk writes waiting for
 // their turn, and drops when they go or give up.
@@ -146,14 +153,7 @@ func TestBulkGateWaitingMetric(t *testing.T) {
 	}
 }
 
-func deferred(t *testing.T) float64 {
-	t.Helper()
-	var m dto.Metric
-	if err := bulkWorkerReturns.Write(&m); err != nil {
-		t.Fatal(err)
-	}
-	return m.GetCounter().GetValue()
-}
+func deferred(t *testing.T) float64 { return metricValue(t, bulkWorkerReturns) }
 
 // A bulk status write whose turn does not come within bulkWorkerHold gives
 // its worker back, to be tried again a floor later, and writes nothing: a

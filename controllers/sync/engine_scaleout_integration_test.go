@@ -116,24 +116,18 @@ func TestEngineScaleOut(t *testing.T) {
 	}
 	// Writes of the objects themselves and of their status, answered or
 	// refused.
-	hostWrites := func() (object, status int) {
+	writes := func(subresource string) int {
 		t.Helper()
-		for _, sub := range []string{`subresource=""`, `subresource="status"`} {
-			got, err := framework.APIServerRequests(ctx, fw.Host, func(line string) bool {
-				return (strings.Contains(line, `verb="PUT"`) || strings.Contains(line, `verb="PATCH"`) || strings.Contains(line, `verb="APPLY"`)) &&
-					strings.Contains(line, `resource="federatedconfigmaps"`) && strings.Contains(line, sub)
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			object, status = status, got
+		got, err := framework.APIServerRequests(ctx, fw.Host, func(line string) bool {
+			return (strings.Contains(line, `verb="PUT"`) || strings.Contains(line, `verb="PATCH"`) || strings.Contains(line, `verb="APPLY"`)) &&
+				strings.Contains(line, `resource="federatedconfigmaps"`) && strings.Contains(line, `subresource="`+subresource+`"`)
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-		return object, status
+		return got
 	}
-	objectUpdates := func() int {
-		object, _ := hostWrites()
-		return object
-	}
+	hostWrites := func() (object, status int) { return writes(""), writes("status") }
 	objectsBefore, statusBefore := hostWrites()
 	for i := range n / 2 {
 		if err := host.Delete(ctx, fedObject("ConfigMap", testNS, "cm-"+strconv.Itoa(i), nil, nil)); err != nil {
@@ -144,7 +138,7 @@ func TestEngineScaleOut(t *testing.T) {
 	// While the objects are deleted, one replica per object (by hashing)
 	// releases the finalizer, once; the other drops its entries, once its
 	// copy is gone, and the releaser's go with the object.
-	waitFor(t, ctx, "the releases counted", 10*time.Second, func() bool { return objectUpdates()-objectsBefore >= n/2 })
+	waitFor(t, ctx, "the releases counted", 10*time.Second, func() bool { return writes("")-objectsBefore >= n/2 })
 	objects, status := hostWrites()
 	t.Logf("deleting %d objects took %d writes of the objects and %d of their status", n/2, objects-objectsBefore, status-statusBefore)
 	if got := objects - objectsBefore; got != n/2 {

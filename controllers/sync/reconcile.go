@@ -121,7 +121,7 @@ func (w *typeWorker) reconcile(ctx context.Context, key string, priority int) (t
 		return w.planDeletion(key, fed, priority), nil
 	}
 	if !slices.Contains(fed.GetFinalizers(), corev1beta1.SyncControllerFinalizer) {
-		if shard := w.e.opts.Shard; shard != nil && !shard.Assigned(w.fedGVR.Resource+"/"+key) {
+		if !w.hashedHere(key) {
 			// One replica, by hashing, adds the finalizer; the others plan
 			// once it is there (its event brings the object back), or
 			// look again in a moment should that replica be going away.
@@ -145,6 +145,14 @@ func (w *typeWorker) reconcile(ctx context.Context, key string, priority int) (t
 		fed = updated
 	}
 	return w.plan(key, fed, priority), nil
+}
+
+// hashedHere reports whether this replica is the one that hashing the
+// object at key over the live replicas names to add and remove its
+// finalizer: always without scale-out.
+func (w *typeWorker) hashedHere(key string) bool {
+	shard := w.e.opts.Shard
+	return shard == nil || shard.Assigned(w.fedGVR.Resource+"/"+key)
 }
 
 // finalizerWait is how soon a replica that leaves adding the finalizer, or

@@ -268,10 +268,7 @@ func (w *typeWorker) syncStatus(ctx context.Context, key string, bulk bool) (tim
 		// One replica, by hashing, releases the object, as one adds the
 		// finalizer: the others would each send an update that conflicts
 		// with its or finds the object gone.
-		releaser := true
-		if shard := w.e.opts.Shard; shard != nil && !shard.Assigned(w.fedGVR.Resource+"/"+key) {
-			releaser = false
-		}
+		releaser := w.hashedHere(key)
 		if anyListed(v.outcomes) || keep != nil && (!releaser || w.e.opts.Agent) {
 			// A replica serving a share of the members (or an agent) drops
 			// its entries once its copies are gone, which tells the
