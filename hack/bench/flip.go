@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
+	"github.com/kubefed-io/kubefed/test/framework"
 )
 
 // Readiness-flip scenarios: the last member holds -flip-n objects of its
@@ -26,6 +27,11 @@ const (
 const (
 	flipRestart = "restart"
 	flipPause   = "pause"
+	// flipHold reaches the member through a proxy that holds everything
+	// for the flip: to the control plane the member hangs as when paused,
+	// but its processes go on running, so that their stop and resumption
+	// do not compete for this one machine as a remote member's would not.
+	flipHold = "hold"
 )
 
 func (r *runner) flipWaves(ctx context.Context) error {
@@ -37,6 +43,20 @@ func (r *runner) flipWaves(ctx context.Context) error {
 	var others []string
 	for _, m := range r.env.members[:len(r.env.members)-1] {
 		others = append(others, m.name)
+	}
+	var proxy *framework.DelayProxy
+	if r.o.flipMode == flipHold {
+		var err error
+		if proxy, err = startProxy(odd, 0); err != nil {
+			return err
+		}
+		defer proxy.Close()
+		restore, err := r.throughProxy(ctx, odd.name, proxy)
+		if err != nil {
+			return err
+		}
+		defer restore()
+		logf("  %s reached through a proxy that the flip holds", odd.name)
 	}
 	// -flip-n objects in all, half of each resource, on the odd member only.
 	loadItems := waveItems("fl", r.o.flipN/len(resources))
@@ -65,8 +85,12 @@ func (r *runner) flipWaves(ctx context.Context) error {
 		// the control plane, without the member's own restart competing
 		// for the machine).
 		stop, start := odd.local.StopAPIServer, func() error { return odd.local.StartAPIServer(ctx) }
-		if r.o.flipMode == flipPause {
+		switch r.o.flipMode {
+		case flipPause:
 			stop, start = odd.local.PauseAPIServer, odd.local.ResumeAPIServer
+		case flipHold:
+			stop = func() error { proxy.SetHeld(true); return nil }
+			start = func() error { proxy.SetHeld(false); return nil }
 		}
 		if err := stop(); err != nil {
 			return err
@@ -74,16 +98,25 @@ func (r *runner) flipWaves(ctx context.Context) error {
 		if err := r.env.waitReadiness(ctx, odd.name, false); err != nil {
 			return err
 		}
+		down := time.Now()
 		logf("  %s NotReady with %d objects (%s)", odd.name, len(loadItems), r.o.flipMode)
+		// The wave begins; -flip-down later the member is reachable again.
+		done := make(chan error, 1)
+		go func() { done <- body() }()
+		if r.o.flipDown > 0 {
+			select {
+			case <-time.After(r.o.flipDown):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
 		if err := start(); err != nil {
 			return err
 		}
-		done := make(chan error, 1)
-		go func() { done <- body() }()
 		if err := r.env.waitReadiness(ctx, odd.name, true); err != nil {
 			return err
 		}
-		logf("  %s Ready again during the wave", odd.name)
+		logf("  %s Ready again during the wave, NotReady for %.1fs", odd.name, time.Since(down).Seconds())
 		return <-done
 	}
 	// Pairs of waves, alternated so that both see the machine alike.
@@ -108,8 +141,11 @@ func (r *runner) flipWaves(ctx context.Context) error {
 	}
 	if len(baseP99) == r.o.flipPairs {
 		name := "readiness-flip-p99"
-		if r.o.flipMode == flipPause {
+		switch r.o.flipMode {
+		case flipPause:
 			name += "-paused"
+		case flipHold:
+			name += "-held"
 		}
 		b, f := median(baseP99), median(flippedP99)
 		if r.o.flipPairs > 1 {

@@ -52,26 +52,17 @@ func (r *runner) isolationWaves(ctx context.Context) error {
 		})
 	}
 
-	proxyTarget, err := url.Parse(odd.cfg.Host)
-	if err != nil {
-		return err
-	}
-	proxy, err := framework.StartDelayProxy(proxyTarget.Host, slowDelay)
+	proxy, err := startProxy(odd, slowDelay)
 	if err != nil {
 		return err
 	}
 	defer proxy.Close()
 	slow := func(body func() error) error {
-		original, err := r.setEndpoint(ctx, odd.name, "https://"+proxy.Addr())
+		restore, err := r.throughProxy(ctx, odd.name, proxy)
 		if err != nil {
 			return err
 		}
-		defer func() { _, _ = r.setEndpoint(context.WithoutCancel(ctx), odd.name, original) }()
-		// The member's clients and caches move to the proxy; writes through
-		// it have begun once a copy placed there alone shows up.
-		if err := r.probeThrough(ctx, odd.name); err != nil {
-			return err
-		}
+		defer restore()
 		logf("  %s answers through a proxy adding %s to every request", odd.name, slowDelay)
 		return body()
 	}
@@ -160,6 +151,32 @@ func (r *runner) setEndpoint(ctx context.Context, member, endpoint string) (stri
 	original := kfc.Spec.APIEndpoint
 	kfc.Spec.APIEndpoint = endpoint
 	return original, r.env.host.client.Update(ctx, kfc)
+}
+
+// startProxy starts a delaying proxy to a member's API server.
+func startProxy(m *cluster, delay time.Duration) (*framework.DelayProxy, error) {
+	target, err := url.Parse(m.cfg.Host)
+	if err != nil {
+		return nil, err
+	}
+	return framework.StartDelayProxy(target.Host, delay)
+}
+
+// throughProxy points a member's KubeFedCluster at proxy and returns once
+// the control plane writes to the member through it (its clients and
+// caches move to the proxy; writes have begun once a copy placed there
+// alone shows up); restore points it back.
+func (r *runner) throughProxy(ctx context.Context, member string, proxy *framework.DelayProxy) (restore func(), err error) {
+	original, err := r.setEndpoint(ctx, member, "https://"+proxy.Addr())
+	if err != nil {
+		return nil, err
+	}
+	restore = func() { _, _ = r.setEndpoint(context.WithoutCancel(ctx), member, original) }
+	if err := r.probeThrough(ctx, member); err != nil {
+		restore()
+		return nil, err
+	}
+	return restore, nil
 }
 
 // probeThrough creates a federated ConfigMap placed on member alone and

@@ -34,7 +34,10 @@
 //	                once while the last member turns NotReady and Ready again:
 //	                p99 to the others as a ratio to the wave without the flip;
 //	                -flip-mode pause flips it with SIGSTOP/SIGCONT instead of
-//	                a restart of its kube-apiserver; a flip shorter than
+//	                a restart of its kube-apiserver, -flip-mode hold by holding
+//	                everything on a proxy the member is reached through (its
+//	                processes run on: the control plane's share of the flip
+//	                alone); a flip shorter than
 //	                -unavailable-delay (default 60s) re-plans none of the
 //	                member's objects, a longer one all of them, twice
 //	scale-out       a wave of -scale-n objects with the controller-manager, then,
@@ -90,6 +93,7 @@ type options struct {
 	flipN            int
 	flipMode         string
 	flipPairs        int
+	flipDown         time.Duration
 	isolationRounds  int
 	unavailableDelay time.Duration
 }
@@ -110,9 +114,10 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.workers, "workers", 16, "concurrent requests of the load generator")
 	fs.IntVar(&o.isolationN, "isolation-n", 200, "FederatedDeployments, and as many FederatedConfigMaps, per isolation wave")
 	fs.IntVar(&o.flipN, "flip-n", 10000, "federated objects on the member that flips NotReady and Ready")
-	fs.StringVar(&o.flipMode, "flip-mode", flipRestart, "how the flip scenario makes the member NotReady: restart (stop and start its kube-apiserver) or pause (SIGSTOP, then SIGCONT)")
+	fs.StringVar(&o.flipMode, "flip-mode", flipRestart, "how the flip scenario makes the member NotReady: restart (stop and start its kube-apiserver), pause (SIGSTOP, then SIGCONT) or hold (a proxy in front of it passes nothing, then everything)")
 	fs.IntVar(&o.isolationRounds, "isolation-rounds", 3, "rounds of the healthy, slow and hung isolation waves; the ratios are of their medians (one wave's throughput and p99 move with whatever else the machine does)")
 	fs.IntVar(&o.flipPairs, "flip-pairs", 3, "waves without and with the flip, alternated; the ratio is of their median p99s (one pair's p99 moves with whatever else the machine does)")
+	fs.DurationVar(&o.flipDown, "flip-down", 0, "how long the flipping member is kept NotReady once the control plane shows it so; 0 brings it back at once, and how long it stays NotReady then depends on the health probes (a flip past -unavailable-delay needs a longer one)")
 	fs.DurationVar(&o.unavailableDelay, "unavailable-delay", 0, "KubeFedConfig controllerDuration.unavailableDelay: how long a member may be NotReady before its objects are planned again without it; 0 for the default (60s), which a flip shorter than it never reaches")
 	fs.IntVar(&o.scaleN, "scale-n", 300, "FederatedDeployments, and as many FederatedConfigMaps, per scale-out wave")
 	fs.IntVar(&o.syncWorkers, "sync-workers", 16, "KubeFedConfig syncController.maxConcurrentReconciles")
@@ -154,8 +159,10 @@ func parseFlags(args []string) (options, error) {
 		return o, fmt.Errorf("-isolation-rounds must be at least 1, got %d", o.isolationRounds)
 	case o.flipPairs < 1:
 		return o, fmt.Errorf("-flip-pairs must be at least 1, got %d", o.flipPairs)
-	case o.flipMode != flipRestart && o.flipMode != flipPause:
-		return o, fmt.Errorf("-flip-mode must be %s or %s, got %q", flipRestart, flipPause, o.flipMode)
+	case o.flipDown < 0:
+		return o, fmt.Errorf("-flip-down must not be negative, got %v", o.flipDown)
+	case o.flipMode != flipRestart && o.flipMode != flipPause && o.flipMode != flipHold:
+		return o, fmt.Errorf("-flip-mode must be %s, %s or %s, got %q", flipRestart, flipPause, flipHold, o.flipMode)
 	case o.rate <= 0:
 		return o, fmt.Errorf("-rate must be positive, got %v", o.rate)
 	case o.workers < 1 || o.syncWorkers < 1:

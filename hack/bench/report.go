@@ -164,7 +164,7 @@ func (o options) summary() map[string]string {
 		"members": fmt.Sprint(o.members), "n": fmt.Sprint(o.n), "rate": fmt.Sprint(o.rate),
 		"workers": fmt.Sprint(o.workers), "syncWorkers": fmt.Sprint(o.syncWorkers),
 		"statusCollection": fmt.Sprint(o.statusCollection), "nodes": fmt.Sprint(o.nodes), "idle": o.idle.String(), "isolationN": fmt.Sprint(o.isolationN),
-		"flipN": fmt.Sprint(o.flipN), "flipMode": o.flipMode,
+		"flipN": fmt.Sprint(o.flipN), "flipMode": o.flipMode, "flipDown": o.flipDown.String(),
 	}
 }
 

@@ -14,6 +14,12 @@ import (
 // through it (TLS handshakes included) takes at least that long, as with a
 // member in a far region or behind an overloaded link. Answers pass
 // straight back. It sees only bytes: TLS goes through it end to end.
+//
+// Held (SetHeld), it passes nothing either way, on open connections and
+// new ones alike, which a client cannot tell from a member whose API server
+// hangs; but the member's processes go on running, so a test on one machine
+// can make a member unreachable without the member's own stop and resumption
+// competing for the machine. Released, what waited passes on in order.
 type DelayProxy struct {
 	listener net.Listener
 	target   string
@@ -21,10 +27,14 @@ type DelayProxy struct {
 
 	connections atomic.Int64
 	chunks      atomic.Int64
+	holding     atomic.Int64
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
 	closed bool
+	held   bool
+	// unheld is signalled when the proxy is released or closed.
+	unheld *sync.Cond
 	wg     sync.WaitGroup
 }
 
@@ -36,6 +46,7 @@ func StartDelayProxy(target string, delay time.Duration) (*DelayProxy, error) {
 		return nil, err
 	}
 	p := &DelayProxy{listener: l, target: target, delay: delay, conns: map[net.Conn]struct{}{}}
+	p.unheld = sync.NewCond(&p.mu)
 	p.wg.Go(p.accept)
 	return p, nil
 }
@@ -49,11 +60,40 @@ func (p *DelayProxy) Connections() int64 { return p.connections.Load() }
 // Chunks is how many delayed chunks the proxy passed on to the target.
 func (p *DelayProxy) Chunks() int64 { return p.chunks.Load() }
 
+// Holding is how many chunks, either way, the proxy holds right now.
+func (p *DelayProxy) Holding() int64 { return p.holding.Load() }
+
+// SetHeld holds (true) or releases (false) everything passing through the
+// proxy.
+func (p *DelayProxy) SetHeld(held bool) {
+	p.mu.Lock()
+	p.held = held
+	p.mu.Unlock()
+	if !held {
+		p.unheld.Broadcast()
+	}
+}
+
+// waitUnheld waits while the proxy is held; false once it is closed.
+func (p *DelayProxy) waitUnheld() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held && !p.closed {
+		p.holding.Add(1)
+		defer p.holding.Add(-1)
+	}
+	for p.held && !p.closed {
+		p.unheld.Wait()
+	}
+	return !p.closed
+}
+
 // Close stops accepting, closes every connection and waits for the
 // proxy's goroutines.
 func (p *DelayProxy) Close() error {
 	p.mu.Lock()
 	p.closed = true
+	p.unheld.Broadcast()
 	for c := range p.conns {
 		_ = c.Close()
 	}
@@ -132,6 +172,12 @@ func (p *DelayProxy) serve(client net.Conn) {
 	wg.Go(func() {
 		for c := range pending {
 			time.Sleep(time.Until(c.due))
+			if !p.waitUnheld() {
+				_ = client.Close()
+				for range pending {
+				}
+				return
+			}
 			p.chunks.Add(1)
 			if _, err := upstream.Write(c.data); err != nil {
 				_ = client.Close()
@@ -144,10 +190,33 @@ func (p *DelayProxy) serve(client net.Conn) {
 			_ = tc.CloseWrite()
 		}
 	})
-	_, err = io.Copy(client, upstream)
+	err = p.copyBack(client, upstream)
 	if err != nil && !errors.Is(err, net.ErrClosed) {
 		_ = upstream.Close()
 	}
 	_ = client.Close()
 	wg.Wait()
+}
+
+// copyBack passes the target's answers back to the client, as they come
+// unless the proxy is held.
+func (p *DelayProxy) copyBack(client, upstream net.Conn) error {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := upstream.Read(buf)
+		if n > 0 {
+			if !p.waitUnheld() {
+				return net.ErrClosed
+			}
+			if _, werr := client.Write(buf[:n]); werr != nil {
+				return werr
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
 }

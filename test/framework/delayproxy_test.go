@@ -36,16 +36,7 @@ func TestDelayProxyDelaysEveryRequestWithoutCappingThroughput(t *testing.T) {
 	}()
 
 	const delay = 300 * time.Millisecond
-	p, err := StartDelayProxy(echo.Addr().String(), delay)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	c, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	p, c := dialThroughProxy(t, echo.Addr().String(), delay)
 	r := bufio.NewReader(c)
 
 	start := time.Now()
@@ -81,4 +72,110 @@ func TestDelayProxyDelaysEveryRequestWithoutCappingThroughput(t *testing.T) {
 	if _, err := r.ReadString('\n'); err == nil {
 		t.Error("a connection survived Close")
 	}
+}
+
+func TestDelayProxyHeldPassesNothingEitherWayUntilReleased(t *testing.T) {
+	server, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	received := make(chan string, 10)
+	push := make(chan struct{})
+	go func() {
+		c, err := server.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		r := bufio.NewReader(c)
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				return
+			}
+			received <- line
+			if line == "push\n" {
+				// Sent by the server on its own, as a watch event is.
+				<-push
+				if _, err := c.Write([]byte("pushed\n")); err != nil {
+					return
+				}
+			}
+		}
+	}()
+
+	p, c := dialThroughProxy(t, server.Addr().String(), 0)
+	r := bufio.NewReader(c)
+	if _, err := c.Write([]byte("push\n")); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-received; got != "push\n" {
+		t.Fatalf("server received %q", got)
+	}
+
+	// Held: the server's answer stops at the proxy.
+	p.SetHeld(true)
+	close(push)
+	waitHolding(t, p, 1)
+	// And so does what the client sends.
+	if _, err := c.Write([]byte("two\n")); err != nil {
+		t.Fatal(err)
+	}
+	waitHolding(t, p, 2)
+	select {
+	case got := <-received:
+		t.Fatalf("the server received %q while the proxy was held", got)
+	default:
+	}
+
+	p.SetHeld(false)
+	if got, err := r.ReadString('\n'); err != nil || got != "pushed\n" {
+		t.Fatalf("after the release the client read %q, %v; want the held answer", got, err)
+	}
+	if got := <-received; got != "two\n" {
+		t.Fatalf("after the release the server received %q; want the held request", got)
+	}
+	if p.Holding() != 0 {
+		t.Errorf("holding %d chunks after the release", p.Holding())
+	}
+
+	// Close ends a proxy that is held.
+	p.SetHeld(true)
+	if _, err := c.Write([]byte("three\n")); err != nil {
+		t.Fatal(err)
+	}
+	waitHolding(t, p, 1)
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitHolding waits until p holds n chunks.
+func waitHolding(t *testing.T, p *DelayProxy, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for p.Holding() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the proxy holds %d chunks, want %d", p.Holding(), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// dialThroughProxy starts a proxy to target with delay and connects to it;
+// both are closed when the test ends.
+func dialThroughProxy(t *testing.T, target string, delay time.Duration) (*DelayProxy, net.Conn) {
+	t.Helper()
+	p, err := StartDelayProxy(target, delay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return p, c
 }
