@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -158,6 +159,21 @@ apiserver_request_total{code="200",group="",resource="configmaps",subresource=""
 `
 	if got := parseOtherWrites(metrics, hostCounted); got != 7 {
 		t.Errorf("parseOtherWrites = %v, want 7 (works and the ConfigMap patch)", got)
+	}
+}
+
+func TestParseReads(t *testing.T) {
+	metrics := `apiserver_request_total{code="200",component="apiserver",dry_run="",group="core.kubefed.io",resource="kubefedclusters",scope="namespace",subresource="",verb="GET",version="v1beta1"} 4
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="types.kubefed.io",resource="federateddeployments",scope="cluster",subresource="",verb="LIST",version="v1beta1"} 2
+apiserver_request_total{code="404",component="apiserver",dry_run="",group="types.kubefed.io",resource="federateddeployments",scope="namespace",subresource="",verb="GET",version="v1beta1"} 3
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="types.kubefed.io",resource="federateddeployments",scope="namespace",subresource="",verb="GET",version="v1beta1"} 5
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="types.kubefed.io",resource="federateddeployments",scope="namespace",subresource="status",verb="PATCH",version="v1beta1"} 7
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="",scope="",subresource="/healthz",verb="GET",version=""} 9
+`
+	got := parseReads(metrics)
+	want := writeCounts{"reads/kubefedclusters GET": 4, "reads/federateddeployments LIST": 2, "reads/federateddeployments GET": 8}
+	if !maps.Equal(got, want) {
+		t.Errorf("parseReads = %v, want %v (GETs and LISTs by resource, every code; no writes, no paths)", got, want)
 	}
 }
 

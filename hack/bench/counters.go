@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -25,6 +26,29 @@ var writeVerbs = []string{"POST", "PUT", "PATCH", "DELETE", "APPLY"}
 // per object): objects the engine would add per object or per cluster,
 // such as Karmada's Work objects, show here.
 const otherWrites = "other"
+
+// readVerbs are the requests counted as the host's reads, by resource:
+// what, beside its writes, keeps the host's apiserver busy during a wave.
+var readVerbs = []string{"GET", "LIST"}
+
+// parseReads sums the requests of readVerbs by "reads/<resource> <verb>".
+func parseReads(metrics string) writeCounts {
+	out := writeCounts{}
+	for _, line := range strings.Split(metrics, "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		verb, resource := labelValue(line, "verb"), labelValue(line, "resource")
+		if !slices.Contains(readVerbs, verb) || resource == "" {
+			continue
+		}
+		fields := strings.Fields(line)
+		if n, err := strconv.ParseFloat(fields[len(fields)-1], 64); err == nil {
+			out["reads/"+resource+" "+verb] += n
+		}
+	}
+	return out
+}
 
 // parseOtherWrites sums the writes of resources neither in counted nor
 // Leases.
@@ -75,6 +99,10 @@ func (e *env) countWrites(ctx context.Context, kinds writeKinds) (writeCounts, e
 			var byKind writeKinds
 			if c == e.host {
 				counts[otherWrites] = parseOtherWrites(string(raw), counted)
+				if kinds != nil {
+					// Not while waiting for quiet: reads never stop.
+					maps.Copy(counts, parseReads(string(raw)))
+				}
 			} else if kinds != nil {
 				byKind = parseWriteKinds(string(raw), counted)
 			}
