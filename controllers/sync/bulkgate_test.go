@@ -87,12 +87,7 @@ func TestBulkGateSlots(t *testing.T) {
 
 	// Prompt work just seen, the floor's turn taken: the next waits a
 	// floor (an hour) and gives up with its context.
-	g.prompt()
-	r, err := g.acquire(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	r()
+	takeFloorsTurn(t, g)
 	go func() {
 		_, err := g.acquire(ctx)
 		got <- err
@@ -124,6 +119,18 @@ func metricValue(t *testing.T, metric prometheus.Metric) float64 {
 	return m.GetCounter().GetValue()
 }
 
+// takeFloorsTurn notes prompt work on g and takes the one bulk write its
+// floor lets go meanwhile: the next waits a floor.
+func takeFloorsTurn(t *testing.T, g *bulkGate) {
+	t.Helper()
+	g.prompt()
+	r, err := g.acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r()
+}
+
 func waiting(t *testing.T) float64 { return metricValue(t, bulkWaiting) }
 
 // kubefed_bulk_status_writes_waiting counts the bulk writes waiting for
@@ -131,12 +138,7 @@ func waiting(t *testing.T) float64 { return metricValue(t, bulkWaiting) }
 func TestBulkGateWaitingMetric(t *testing.T) {
 	base := waiting(t)
 	g := newBulkGate(1, time.Hour, time.Hour)
-	g.prompt()
-	r, err := g.acquire(context.Background()) // the floor's turn
-	if err != nil {
-		t.Fatal(err)
-	}
-	r()
+	takeFloorsTurn(t, g)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -161,12 +163,7 @@ func deferred(t *testing.T) float64 { return metricValue(t, bulkWorkerReturns) }
 // worker of its type to be held in the gate.
 func TestBulkStatusWriteGivesItsWorkerBack(t *testing.T) {
 	g := newBulkGate(1, time.Hour, time.Hour)
-	g.prompt()
-	r, err := g.acquire(context.Background()) // the floor's turn
-	if err != nil {
-		t.Fatal(err)
-	}
-	r()
+	takeFloorsTurn(t, g)
 
 	// The gate alone: not within the hold, and no error.
 	start := time.Now()

@@ -8,32 +8,10 @@ import (
 )
 
 func TestDelayProxyDelaysEveryRequestWithoutCappingThroughput(t *testing.T) {
-	echo, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer echo.Close()
-	go func() {
-		for {
-			c, err := echo.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				r := bufio.NewReader(c)
-				for {
-					line, err := r.ReadString('\n')
-					if err != nil {
-						return
-					}
-					if _, err := c.Write([]byte(line)); err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
+	echo := serveLines(t, func(c net.Conn, line string) bool {
+		_, err := c.Write([]byte(line))
+		return err == nil
+	})
 
 	const delay = 300 * time.Millisecond
 	p, c := dialThroughProxy(t, echo.Addr().String(), delay)
@@ -75,35 +53,19 @@ func TestDelayProxyDelaysEveryRequestWithoutCappingThroughput(t *testing.T) {
 }
 
 func TestDelayProxyHeldPassesNothingEitherWayUntilReleased(t *testing.T) {
-	server, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer server.Close()
 	received := make(chan string, 10)
 	push := make(chan struct{})
-	go func() {
-		c, err := server.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		r := bufio.NewReader(c)
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				return
-			}
-			received <- line
-			if line == "push\n" {
-				// Sent by the server on its own, as a watch event is.
-				<-push
-				if _, err := c.Write([]byte("pushed\n")); err != nil {
-					return
-				}
+	server := serveLines(t, func(c net.Conn, line string) bool {
+		received <- line
+		if line == "push\n" {
+			// Sent by the server on its own, as a watch event is.
+			<-push
+			if _, err := c.Write([]byte("pushed\n")); err != nil {
+				return false
 			}
 		}
-	}()
+		return true
+	})
 
 	p, c := dialThroughProxy(t, server.Addr().String(), 0)
 	r := bufio.NewReader(c)
@@ -178,4 +140,34 @@ func dialThroughProxy(t *testing.T, target string, delay time.Duration) (*DelayP
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	return p, c
+}
+
+// serveLines listens on loopback and hands every line a connection sends
+// to handle, until handle returns false; it stops when the test ends.
+func serveLines(t *testing.T, handle func(c net.Conn, line string) bool) net.Listener {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				r := bufio.NewReader(c)
+				for {
+					line, err := r.ReadString('\n')
+					if err != nil || !handle(c, line) {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return l
 }
