@@ -94,13 +94,7 @@ func (w *typeWorker) reconcile(ctx context.Context, key string, priority int) (t
 		return 0, err
 	}
 	if !exists {
-		w.changedMu.Lock()
-		delete(w.changed, key)
-		w.changedMu.Unlock()
-		w.statusMu.Lock()
-		delete(w.statusWritten, key)
-		delete(w.released, key)
-		w.statusMu.Unlock()
+		w.forgetGone(key)
 		w.planRelease(key, priority)
 		return 0, nil
 	}
@@ -145,6 +139,18 @@ func (w *typeWorker) reconcile(ctx context.Context, key string, priority int) (t
 		fed = updated
 	}
 	return w.plan(key, fed, priority), nil
+}
+
+// forgetGone drops what the worker remembers of an object the cache no longer
+// shows: that it changed, the status it last wrote, its release.
+func (w *typeWorker) forgetGone(key string) {
+	w.changedMu.Lock()
+	delete(w.changed, key)
+	w.changedMu.Unlock()
+	w.statusMu.Lock()
+	delete(w.statusWritten, key)
+	delete(w.released, key)
+	w.statusMu.Unlock()
 }
 
 // hashedHere reports whether this replica is the one that hashing the
@@ -822,6 +828,20 @@ func (w *typeWorker) releaseFinalizer(ctx context.Context, key string, fed *unst
 		// Released a moment ago; the cache is behind.
 		return nil
 	}
+	// The object is read from the cache again, after that check: the
+	// reconcile that finds it gone forgets its release (forgetGone), and the
+	// status flush calling us read it before, and read members live since
+	// (othersHold). Released and forgotten meanwhile, it is gone here now;
+	// patching it again would only find it gone.
+	obj, exists, err := w.informer.GetIndexer().GetByKey(key)
+	if err != nil || !exists {
+		return err
+	}
+	cur, ok := obj.(*unstructured.Unstructured)
+	if !ok || cur.GetUID() != fed.GetUID() {
+		return nil
+	}
+	fed = cur
 	if len(leftBehind) > 0 {
 		w.recorder.Eventf(fed, corev1.EventTypeWarning, eventDeletionLeftInNotReadyClusters, deletionLeftBehindMessageFmt,
 			w.e.opts.NotReadyClusterDeletionTimeout, strings.Join(leftBehind, ", "))
