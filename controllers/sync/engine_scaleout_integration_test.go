@@ -127,17 +127,16 @@ func TestEngineScaleOut(t *testing.T) {
 		}
 		return got
 	}
-	writes := func(subresource string) int {
-		t.Helper()
+	sum := func(series map[string]int) int {
 		total := 0
-		for _, n := range writeSeries(subresource) {
+		for _, n := range series {
 			total += n
 		}
 		return total
 	}
-	hostWrites := func() (object, status int) { return writes(""), writes("status") }
+	writes := func(subresource string) int { return sum(writeSeries(subresource)) }
 	objectSeriesBefore := writeSeries("")
-	objectsBefore, statusBefore := hostWrites()
+	objectsBefore, statusBefore := sum(objectSeriesBefore), writes("status")
 	for i := range n / 2 {
 		if err := host.Delete(ctx, fedObject("ConfigMap", testNS, "cm-"+strconv.Itoa(i), nil, nil)); err != nil {
 			t.Fatal(err)
@@ -148,11 +147,12 @@ func TestEngineScaleOut(t *testing.T) {
 	// releases the finalizer, once; the other drops its entries, once its
 	// copy is gone, and the releaser's go with the object.
 	waitFor(t, ctx, "the releases counted", 10*time.Second, func() bool { return writes("")-objectsBefore >= n/2 })
-	objects, status := hostWrites()
+	objectSeries := writeSeries("")
+	objects, status := sum(objectSeries), writes("status")
 	t.Logf("deleting %d objects took %d writes of the objects and %d of their status", n/2, objects-objectsBefore, status-statusBefore)
 	if got := objects - objectsBefore; got != n/2 {
 		t.Errorf("%d writes of the %d objects deleted while both replicas served, want one release of the finalizer each", got, n/2)
-		for labels, count := range writeSeries("") {
+		for labels, count := range objectSeries {
 			if d := count - objectSeriesBefore[labels]; d != 0 {
 				t.Logf("%d more of %s", d, labels)
 			}
