@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"iter"
 	"maps"
 	"slices"
 	"sort"
@@ -34,37 +35,49 @@ var readVerbs = []string{"GET", "LIST"}
 // parseReads sums the requests of readVerbs by "reads/<resource> <verb>".
 func parseReads(metrics string) writeCounts {
 	out := writeCounts{}
-	for _, line := range strings.Split(metrics, "\n") {
-		if !strings.HasPrefix(line, "apiserver_request_total{") {
-			continue
-		}
+	for line, n := range requestCounts(metrics) {
 		verb, resource := labelValue(line, "verb"), labelValue(line, "resource")
-		if !slices.Contains(readVerbs, verb) || resource == "" {
-			continue
-		}
-		fields := strings.Fields(line)
-		if n, err := strconv.ParseFloat(fields[len(fields)-1], 64); err == nil {
+		if slices.Contains(readVerbs, verb) && resource != "" {
 			out["reads/"+resource+" "+verb] += n
 		}
 	}
 	return out
 }
 
+// requestCounts yields each apiserver_request_total series of a metrics
+// text, its line and its count (lines whose count does not parse are
+// skipped).
+func requestCounts(metrics string) iter.Seq2[string, float64] {
+	return func(yield func(string, float64) bool) {
+		for line := range strings.Lines(metrics) {
+			line = strings.TrimRight(line, "\n")
+			if !strings.HasPrefix(line, "apiserver_request_total{") {
+				continue
+			}
+			fields := strings.Fields(line)
+			n, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+			if err != nil {
+				continue
+			}
+			if !yield(line, n) {
+				return
+			}
+		}
+	}
+}
+
 // parseOtherWrites sums the writes of resources neither in counted nor
 // Leases.
 func parseOtherWrites(metrics string, counted []string) float64 {
 	total := 0.0
-	for _, line := range strings.Split(metrics, "\n") {
-		if !strings.HasPrefix(line, "apiserver_request_total{") || !slices.ContainsFunc(writeVerbs, func(v string) bool { return strings.Contains(line, `verb="`+v+`"`) }) {
+	for line, n := range requestCounts(metrics) {
+		if !slices.ContainsFunc(writeVerbs, func(v string) bool { return strings.Contains(line, `verb="`+v+`"`) }) {
 			continue
 		}
 		if strings.Contains(line, `resource="leases"`) || slices.ContainsFunc(counted, func(r string) bool { return strings.Contains(line, `resource="`+r+`"`) }) {
 			continue
 		}
-		fields := strings.Fields(line)
-		if n, err := strconv.ParseFloat(fields[len(fields)-1], 64); err == nil {
-			total += n
-		}
+		total += n
 	}
 	return total
 }
@@ -130,10 +143,7 @@ func parseWrites(metrics string, resources []string) writeCounts {
 	for _, r := range resources {
 		out[r], out[r+"/status"] = 0, 0
 	}
-	for _, line := range strings.Split(metrics, "\n") {
-		if !strings.HasPrefix(line, "apiserver_request_total{") {
-			continue
-		}
+	for line, n := range requestCounts(metrics) {
 		write := false
 		for _, v := range writeVerbs {
 			if strings.Contains(line, `verb="`+v+`"`) {
@@ -151,11 +161,6 @@ func parseWrites(metrics string, resources []string) writeCounts {
 			if strings.Contains(line, `subresource="status"`) {
 				key += "/status"
 			} else if !strings.Contains(line, `subresource=""`) {
-				continue
-			}
-			fields := strings.Fields(line)
-			n, err := strconv.ParseFloat(fields[len(fields)-1], 64)
-			if err != nil {
 				continue
 			}
 			out[key] += n
@@ -231,16 +236,12 @@ type writeKinds map[string]float64
 // subresource by verb and code, keyed "resource VERB code".
 func parseWriteKinds(metrics string, resources []string) writeKinds {
 	out := writeKinds{}
-	for _, line := range strings.Split(metrics, "\n") {
-		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `subresource=""`) {
+	for line, n := range requestCounts(metrics) {
+		if !strings.Contains(line, `subresource=""`) {
 			continue
 		}
 		verb, code, resource := labelValue(line, "verb"), labelValue(line, "code"), labelValue(line, "resource")
-		if !slices.Contains(writeVerbs, verb) || !slices.Contains(resources, resource) {
-			continue
-		}
-		fields := strings.Fields(line)
-		if n, err := strconv.ParseFloat(fields[len(fields)-1], 64); err == nil {
+		if slices.Contains(writeVerbs, verb) && slices.Contains(resources, resource) {
 			out[resource+" "+verb+" "+code] += n
 		}
 	}
