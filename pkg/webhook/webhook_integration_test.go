@@ -286,12 +286,11 @@ func eventually(t *testing.T, what string, check func() error) {
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := localcluster.FreeLoopbackPorts(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return ports[0]
 }
 
 // chartWebhookConfiguration renders the chart's ValidatingWebhookConfiguration

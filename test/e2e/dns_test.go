@@ -31,6 +31,7 @@ import (
 	dnsv1alpha1 "github.com/kubefed-io/kubefed/api/multiclusterdns/v1alpha1"
 	"github.com/kubefed-io/kubefed/controllers/dns"
 	"github.com/kubefed-io/kubefed/test/framework"
+	"github.com/kubefed-io/kubefed/test/localcluster"
 )
 
 // The DNS specs publish records under dnsZone, served by a named of their
@@ -108,11 +109,10 @@ func (p *process) exited() bool {
 func freeDNSPort() int {
 	GinkgoHelper()
 	for range 20 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		ports, err := localcluster.FreeLoopbackPorts(1)
 		Expect(err).NotTo(HaveOccurred())
-		port := l.Addr().(*net.TCPAddr).Port
+		port := ports[0]
 		u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
-		l.Close()
 		if err == nil {
 			u.Close()
 			return port
@@ -218,10 +218,9 @@ func hostKubeconfig(dir string) string {
 // DNSEndpoints and its RFC 2136 provider on server, as docs/dns.md says.
 func startExternalDNS(dir string, server *dnsServer) *process {
 	GinkgoHelper()
-	metrics, err := net.Listen("tcp", "127.0.0.1:0")
+	metricsPorts, err := localcluster.FreeLoopbackPorts(1)
 	Expect(err).NotTo(HaveOccurred())
-	metricsAddr := metrics.Addr().String()
-	metrics.Close()
+	metricsAddr := fmt.Sprintf("127.0.0.1:%d", metricsPorts[0])
 	p := startProcess(dir, "external-dns",
 		// The TSIG secret goes in the environment, not the command line.
 		[]string{"EXTERNAL_DNS_RFC2136_TSIG_SECRET=" + server.secret},

@@ -5,14 +5,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/kubefed-io/kubefed/test/localcluster"
 )
 
 // ControllerManager is a running bin/controller-manager process.
@@ -24,13 +26,14 @@ type ControllerManager struct {
 	HealthURL  string
 }
 
+// freeLoopbackAddr is an address for a process to listen on, outside the
+// ports the kernel gives clients (localcluster.FreeLoopbackPorts).
 func freeLoopbackAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := localcluster.FreeLoopbackPorts(1)
 	if err != nil {
 		return "", err
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
+	return "127.0.0.1:" + strconv.Itoa(ports[0]), nil
 }
 
 // StartControllerManager runs bin/controller-manager against the host with

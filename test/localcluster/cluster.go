@@ -388,7 +388,9 @@ func (c *Cluster) waitUntil(ctx context.Context, p *process, what string, check 
 		}
 		if !p.running() {
 			err := fmt.Errorf("exited while waiting for %s", what)
-			if strings.Contains(logTail(p.logPath, logTailLines), "address already in use") {
+			// Only this process's own lines: an earlier attempt's bind
+			// failure, still in the log, is not this one's.
+			if strings.Contains(p.ownLog(), "address already in use") {
 				err = fmt.Errorf("%w: %w", err, errPortInUse)
 			}
 			return p.failure(c.Name, err)
@@ -492,6 +494,11 @@ func (c *Cluster) start(ctx context.Context) error {
 			return errors.Join(err, fmt.Errorf("clearing etcd data for a retry: %w", rmErr))
 		}
 		c.setPorts(ports[0])
+		// The controller manager must follow the apiserver to its new
+		// port: with the old kubeconfig it dialled a port nobody served.
+		if werr := c.writeComponentKubeconfig(); werr != nil {
+			return errors.Join(err, werr)
+		}
 	}
 }
 

@@ -205,10 +205,19 @@ func (c *Cluster) writeCredentials(ca *authority, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	// The controller manager gets its own single-context kubeconfig because
-	// it has no flag to pick a context.
+	return c.writeComponentKubeconfig()
+}
+
+// writeComponentKubeconfig writes the kubeconfig the cluster's own
+// components (controller manager, scheduler, kwok) reach its apiserver
+// with: a single context, as the controller manager has no flag to pick
+// one. It is written again whenever the apiserver moves to another port.
+func (c *Cluster) writeComponentKubeconfig() error {
 	kcm := buildKubeconfig([]kubeconfigEntry{c.kubeconfigEntry()}, c.Name)
-	return writeKubeconfig(filepath.Join(c.Dir, "controller-manager.kubeconfig"), kcm)
+	if err := writeKubeconfig(filepath.Join(c.Dir, "controller-manager.kubeconfig"), kcm); err != nil {
+		return fmt.Errorf("localcluster: cluster %s: %w", c.Name, err)
+	}
+	return nil
 }
 
 func (c *Cluster) kubeconfigEntry() kubeconfigEntry {
@@ -228,11 +237,6 @@ func (f *Federation) writeKubeconfig() error {
 	entries := make([]kubeconfigEntry, 0, len(f.Clusters))
 	for _, c := range f.Clusters {
 		entries = append(entries, c.kubeconfigEntry())
-		// A retry may have moved the apiserver to another port.
-		kcm := buildKubeconfig([]kubeconfigEntry{c.kubeconfigEntry()}, c.Name)
-		if err := writeKubeconfig(filepath.Join(c.Dir, "controller-manager.kubeconfig"), kcm); err != nil {
-			return fmt.Errorf("localcluster: %w", err)
-		}
 	}
 	if err := writeKubeconfig(f.KubeconfigPath, buildKubeconfig(entries, f.Clusters[0].Context)); err != nil {
 		return fmt.Errorf("localcluster: %w", err)

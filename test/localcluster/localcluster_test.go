@@ -7,9 +7,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -399,6 +401,63 @@ func TestDetachedStopFromDir(t *testing.T) {
 		if st.ReadyErr == nil {
 			t.Errorf("%s still ready after StopFromDir", st.Name)
 		}
+	}
+}
+
+// TestStartMovesToFreshPortsWhenOneIsTaken: another process binds the
+// port a cluster's apiserver was given before the apiserver does (on a busy
+// machine a client's connection can hold any ephemeral port). The start
+// retries on fresh ports, and the controller manager follows the apiserver
+// there: the start waits for the "default" ServiceAccount, which only a
+// controller manager that reached the apiserver creates (with the kubeconfig
+// of the first ports it dialled a port nobody served, and the start failed).
+func TestStartMovesToFreshPortsWhenOneIsTaken(t *testing.T) {
+	o, err := Options{WorkDir: t.TempDir(), Clusters: []string{"host"}, Out: testWriter{t}}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := prepareWorkDir(o.WorkDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	fed, err := newFederation(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := fed.Stop(); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	})
+	c := fed.Host()
+	taken := c.ports.APIServer
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(taken))
+	if err != nil {
+		t.Fatalf("taking the apiserver's port: %v", err)
+	}
+	defer l.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := c.start(ctx); err != nil {
+		t.Fatalf("start with port %d taken: %v", taken, err)
+	}
+	if c.ports.APIServer == taken {
+		t.Fatalf("the apiserver serves on the taken port %d", taken)
+	}
+	if log, _ := os.ReadFile(c.LogPath(APIServer)); !strings.Contains(string(log), "address already in use") {
+		t.Errorf("the first apiserver did not fail on the taken port; its log:\n%s", log)
+	}
+	cfg, err := clientcmd.LoadFromFile(filepath.Join(c.Dir, "controller-manager.kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if entry := cfg.Clusters[c.Context]; entry == nil || entry.Server != c.Server {
+		t.Errorf("the controller manager's kubeconfig has %+v, the apiserver serves at %s", entry, c.Server)
+	}
+	if _, err := clientFor(t, c).CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{}); err != nil {
+		t.Errorf("the default ServiceAccount: %v", err)
 	}
 }
 

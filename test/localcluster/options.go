@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -250,11 +252,17 @@ type clusterPorts struct {
 	Kwok              int `json:"kwok,omitempty"`
 }
 
-// freePorts asks the kernel for n distinct free loopback ports. All
-// listeners are held until every port is known, so the ports of one call
-// never collide with each other; another process can still take one before
-// our child binds it, which Start handles by retrying with new ports.
-func freePorts(n int) ([]int, error) {
+// FreeLoopbackPorts returns n distinct loopback ports that were free a
+// moment ago, for processes that take a port on their command line. They
+// come from below the kernel's ephemeral range: a port the kernel picked
+// for us (":0") is also one it picks for any client's outgoing connection,
+// and on a busy machine such a connection took a cluster's port between
+// the pick and the apiserver's bind. All listeners are held until every
+// port is known, so the ports of one call never collide with each other;
+// another process can still take one before our child binds it, which
+// Start handles by retrying with new ports.
+func FreeLoopbackPorts(n int) ([]int, error) {
+	lo, hi := listenPortRange()
 	ports := make([]int, 0, n)
 	listeners := make([]net.Listener, 0, n)
 	defer func() {
@@ -262,9 +270,16 @@ func freePorts(n int) ([]int, error) {
 			_ = l.Close()
 		}
 	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for tries := 0; len(ports) < n; tries++ {
+		addr := "127.0.0.1:0"
+		if hi > lo && tries < 50*n {
+			addr = "127.0.0.1:" + strconv.Itoa(lo+rand.IntN(hi-lo+1))
+		}
+		l, err := net.Listen("tcp", addr)
 		if err != nil {
+			if addr != "127.0.0.1:0" {
+				continue // taken: try another
+			}
 			return nil, fmt.Errorf("finding a free loopback port: %w", err)
 		}
 		listeners = append(listeners, l)
@@ -273,10 +288,31 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
+// listenPortRange is where FreeLoopbackPorts looks: from 10000 to just
+// below the kernel's ephemeral range (net.ipv4.ip_local_port_range). It is
+// empty (hi < lo) if that range starts too low to leave room, and then the
+// kernel picks.
+func listenPortRange() (lo, hi int) {
+	lo, hi = 10000, 32767
+	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return lo, hi
+	}
+	if f := strings.Fields(string(data)); len(f) == 2 {
+		if first, err := strconv.Atoi(f[0]); err == nil {
+			hi = first - 1
+		}
+	}
+	if hi-lo < 1000 {
+		return lo, lo - 1
+	}
+	return lo, hi
+}
+
 // allocatePorts returns a fresh, mutually distinct port set per cluster.
 func allocatePorts(clusters int) ([]clusterPorts, error) {
 	const perCluster = 6
-	ports, err := freePorts(perCluster * clusters)
+	ports, err := FreeLoopbackPorts(perCluster * clusters)
 	if err != nil {
 		return nil, err
 	}

@@ -46,6 +46,8 @@ const (
 	pollInterval = 100 * time.Millisecond
 	// logTailLines is how much of a failing component's log an error quotes.
 	logTailLines = 20
+	// logWindow bounds how much of a log is read to quote or search it.
+	logWindow = 64 << 10
 )
 
 // pidRecord identifies a process beyond its pid, so that a pid that the
@@ -64,6 +66,9 @@ type process struct {
 	logPath   string
 	pidPath   string
 	rec       pidRecord
+	// logStart is the size of the log file before this process's first
+	// line: the log is appended to across restarts and retries.
+	logStart int64
 	// done is closed once the process has exited; it is non-nil only for
 	// children of this process, which can be waited for. Processes adopted
 	// from pid files are polled through /proc instead.
@@ -101,6 +106,10 @@ func spawn(s spawnSpec) (*process, error) {
 	// The child writes straight into the file, so no goroutine of ours has
 	// to copy output, and a detached child never writes into a dead pipe.
 	defer logFile.Close()
+	var logStart int64
+	if fi, err := logFile.Stat(); err == nil {
+		logStart = fi.Size()
+	}
 	fmt.Fprintf(logFile, "\n==== localcluster: starting %s at %s ====\n", s.component, time.Now().Format(time.RFC3339))
 
 	cmd := exec.Command(exe, s.args...)
@@ -117,6 +126,7 @@ func spawn(s spawnSpec) (*process, error) {
 	p := &process{
 		component: s.component,
 		logPath:   s.logPath,
+		logStart:  logStart,
 		pidPath:   s.pidPath,
 		rec:       pidRecord{PID: cmd.Process.Pid, Exe: exe},
 		done:      make(chan struct{}),
@@ -129,12 +139,13 @@ func spawn(s spawnSpec) (*process, error) {
 	}()
 	st, err := readProcStat(p.rec.PID)
 	if err != nil {
+		// Only a process already reaped has no stat: it died at once (a
+		// bad flag, a taken port), and the reaper is about to say so. The
+		// caller's readiness wait then sees the exit and quotes the log.
 		select {
 		case <-p.done:
-			// It died at once (a bad flag, a taken port): the caller's
-			// readiness wait sees the exit and quotes the log.
 			return p, nil
-		default:
+		case <-time.After(time.Second):
 		}
 		_ = syscall.Kill(-p.rec.PID, syscall.SIGKILL)
 		<-p.done
@@ -348,9 +359,8 @@ func logTail(path string, n int) string {
 		return ""
 	}
 	defer f.Close()
-	const window = 64 << 10
-	if fi, err := f.Stat(); err == nil && fi.Size() > window {
-		if _, err := f.Seek(-window, io.SeekEnd); err != nil {
+	if fi, err := f.Stat(); err == nil && fi.Size() > logWindow {
+		if _, err := f.Seek(-logWindow, io.SeekEnd); err != nil {
 			return ""
 		}
 	}
@@ -363,6 +373,28 @@ func logTail(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// ownLog returns what this process wrote to its log (the last 64 KiB of
+// it at most), not what earlier processes of the component wrote there.
+func (p *process) ownLog() string {
+	f, err := os.Open(p.logPath)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	from := p.logStart
+	if fi, err := f.Stat(); err == nil && fi.Size()-from > logWindow {
+		from = fi.Size() - logWindow
+	}
+	if _, err := f.Seek(from, io.SeekStart); err != nil {
+		return ""
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return ""
+	}
+	return string(data)
 }
 
 // failure builds an error that names the component's log and quotes its

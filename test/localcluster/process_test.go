@@ -72,6 +72,47 @@ func TestSpawnWritesPIDFileAndStopViaAdoption(t *testing.T) {
 	}
 }
 
+// TestOwnLogIsThisProcesssLinesOnly: a component's log is appended to
+// across attempts, and what an earlier attempt wrote there (a bind failure
+// that made the start retry) is not what the current one failed on.
+func TestOwnLogIsThisProcesssLinesOnly(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh binary")
+	}
+	dir := t.TempDir()
+	run := func(line string) *process {
+		t.Helper()
+		p, err := spawn(spawnSpec{
+			component: APIServer,
+			binary:    sh,
+			args:      []string{"-c", "echo " + line},
+			dir:       dir,
+			logPath:   filepath.Join(dir, "kube-apiserver.log"),
+			pidPath:   filepath.Join(dir, "kube-apiserver.pid"),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-p.exited():
+		case <-time.After(10 * time.Second):
+			t.Fatal("sh did not exit")
+		}
+		return p
+	}
+	if got := run("bind: address already in use").ownLog(); !strings.Contains(got, "address already in use") {
+		t.Errorf("first process's own log: %q", got)
+	}
+	second := run("connection refused")
+	if got := second.ownLog(); strings.Contains(got, "address already in use") || !strings.Contains(got, "connection refused") {
+		t.Errorf("second process's own log: %q", got)
+	}
+	if tail := logTail(second.logPath, logTailLines); !strings.Contains(tail, "address already in use") {
+		t.Errorf("the quoted tail lost the earlier attempt: %q", tail)
+	}
+}
+
 func TestStopSkipsRecycledPID(t *testing.T) {
 	dir := t.TempDir()
 	p := spawnSleep(t, dir, false)
@@ -210,13 +251,19 @@ func TestAllocatePortsDistinct(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	lo, hi := listenPortRange()
 	seen := map[int]bool{}
 	for _, s := range sets {
-		for _, p := range []int{s.EtcdClient, s.EtcdPeer, s.APIServer, s.ControllerManager} {
+		for _, p := range []int{s.EtcdClient, s.EtcdPeer, s.APIServer, s.ControllerManager, s.Scheduler, s.Kwok} {
 			if p == 0 || seen[p] {
 				t.Fatalf("port %d zero or repeated in %+v", p, sets)
 			}
 			seen[p] = true
+			// Outside the ports the kernel gives clients' connections,
+			// where this machine has room for it.
+			if hi >= lo && (p < lo || p > hi) {
+				t.Errorf("port %d outside %d-%d", p, lo, hi)
+			}
 		}
 	}
 }
