@@ -127,16 +127,9 @@ func TestEngineScaleOut(t *testing.T) {
 		}
 		return got
 	}
-	sum := func(series map[string]int) int {
-		total := 0
-		for _, n := range series {
-			total += n
-		}
-		return total
-	}
-	writes := func(subresource string) int { return sum(writeSeries(subresource)) }
+	writes := func(subresource string) int { return framework.SeriesTotal(writeSeries(subresource)) }
 	objectSeriesBefore := writeSeries("")
-	objectsBefore, statusBefore := sum(objectSeriesBefore), writes("status")
+	objectsBefore, statusBefore := framework.SeriesTotal(objectSeriesBefore), writes("status")
 	for i := range n / 2 {
 		if err := host.Delete(ctx, fedObject("ConfigMap", testNS, "cm-"+strconv.Itoa(i), nil, nil)); err != nil {
 			t.Fatal(err)
@@ -148,7 +141,7 @@ func TestEngineScaleOut(t *testing.T) {
 	// copy is gone, and the releaser's go with the object.
 	waitFor(t, ctx, "the releases counted", 10*time.Second, func() bool { return writes("")-objectsBefore >= n/2 })
 	objectSeries := writeSeries("")
-	objects, status := sum(objectSeries), writes("status")
+	objects, status := framework.SeriesTotal(objectSeries), writes("status")
 	t.Logf("deleting %d objects took %d writes of the objects and %d of their status", n/2, objects-objectsBefore, status-statusBefore)
 	if got := objects - objectsBefore; got != n/2 {
 		t.Errorf("%d writes of the %d objects deleted while both replicas served, want one release of the finalizer each", got, n/2)

@@ -218,9 +218,8 @@ func hostKubeconfig(dir string) string {
 // DNSEndpoints and its RFC 2136 provider on server, as docs/dns.md says.
 func startExternalDNS(dir string, server *dnsServer) *process {
 	GinkgoHelper()
-	metricsPorts, err := localcluster.FreeLoopbackPorts(1)
+	metricsAddr, err := framework.FreeLoopbackAddr()
 	Expect(err).NotTo(HaveOccurred())
-	metricsAddr := fmt.Sprintf("127.0.0.1:%d", metricsPorts[0])
 	p := startProcess(dir, "external-dns",
 		// The TSIG secret goes in the environment, not the command line.
 		[]string{"EXTERNAL_DNS_RFC2136_TSIG_SECRET=" + server.secret},

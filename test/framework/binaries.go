@@ -26,9 +26,9 @@ type ControllerManager struct {
 	HealthURL  string
 }
 
-// freeLoopbackAddr is an address for a process to listen on, outside the
+// FreeLoopbackAddr is an address for a process to listen on, outside the
 // ports the kernel gives clients (localcluster.FreeLoopbackPorts).
-func freeLoopbackAddr() (string, error) {
+func FreeLoopbackAddr() (string, error) {
 	ports, err := localcluster.FreeLoopbackPorts(1)
 	if err != nil {
 		return "", err
@@ -58,11 +58,11 @@ func StartAgent(ctx context.Context, binary, kubeconfig, memberContext, dir stri
 }
 
 func startManager(ctx context.Context, binary string, command []string, kubeconfig, kubeContext, dir string, extraArgs []string) (*ControllerManager, error) {
-	metrics, err := freeLoopbackAddr()
+	metrics, err := FreeLoopbackAddr()
 	if err != nil {
 		return nil, err
 	}
-	health, err := freeLoopbackAddr()
+	health, err := FreeLoopbackAddr()
 	if err != nil {
 		return nil, err
 	}

@@ -13,11 +13,16 @@ import (
 // can hide.
 func APIServerRequests(ctx context.Context, c *Cluster, match func(line string) bool) (int, error) {
 	series, err := APIServerRequestSeries(ctx, c, match)
+	return SeriesTotal(series), err
+}
+
+// SeriesTotal is the sum of the counts of APIServerRequestSeries.
+func SeriesTotal(series map[string]int) int {
 	total := 0
 	for _, n := range series {
 		total += n
 	}
-	return total, err
+	return total
 }
 
 // APIServerRequestSeries is APIServerRequests by series: each matching
