@@ -101,14 +101,22 @@ type Reconciler struct {
 	// APIReader reads the ConfigMap of propagating types past the cache,
 	// which does not hold ConfigMaps; the manager's when nil.
 	APIReader client.Reader
-	// publishMu guards published, publishForbidden and configSeen.
+	// publishMu guards published, publishForbidden, admissible, refusedAt
+	// and configSeen.
 	publishMu sync.Mutex
 	// published is the ConfigMap's data as this leader last wrote or
 	// found it, at publishedAt; nil until then, and again once leading
 	// starts.
 	published        map[string]string
 	publishedAt      time.Time
+	publishedExists  bool
 	publishForbidden bool
+	// admissible are the types, by ConfigMap key, that the API server was
+	// found able to apply the sync-finalizer policy to (publishPropagating):
+	// only those are listed. Probed again once leading starts.
+	admissible map[string]bool
+	// refusedAt is when a type not admissible was last probed.
+	refusedAt map[string]time.Time
 	// configSeen is whether this process found the control plane's
 	// KubeFedConfig to own the ConfigMap: once it is gone (helm uninstall
 	// deletes it before the controller-manager), the ConfigMap is not made
@@ -175,9 +183,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // brings an unchanged FederatedTypeConfig back. One pending request covers
 // every call before it is delivered.
 func (r *Reconciler) Lead() {
-	// Another leader may have written the ConfigMap meanwhile.
+	// Another leader may have written the ConfigMap meanwhile, and a
+	// type's CustomResourceDefinition may have been made anew.
 	r.publishMu.Lock()
-	r.published = nil
+	r.published, r.admissible, r.refusedAt = nil, nil, nil
 	r.publishMu.Unlock()
 	r.reevaluateAll()
 }
@@ -229,7 +238,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.stop(req.Name)
 			forgetPresence(req.Name)
 			if writes {
-				return ctrl.Result{}, r.publishPropagating(ctx, req.Name, nil)
+				// A type gone waits for no probe.
+				_, err := r.publishPropagating(ctx, req.Name, nil)
+				return ctrl.Result{}, err
 			}
 			return ctrl.Result{}, nil
 		}
@@ -241,7 +252,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if writes {
 			// The type stops: objects created from now on get no
 			// finalizer from the policy either.
-			if err := r.publishPropagating(ctx, ftc.Name, ftc); err != nil {
+			if _, err := r.publishPropagating(ctx, ftc.Name, ftc); err != nil {
 				return ctrl.Result{}, err
 			}
 		}
@@ -290,19 +301,30 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.writeStatus(ctx, ftc, verdict, presence); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.publishPropagating(ctx, ftc.Name, ftc); err != nil {
+	pending, err := r.publishPropagating(ctx, ftc.Name, ftc)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if startErr != nil {
 		return ctrl.Result{}, startErr
 	}
-	if verdict.retry {
-		return ctrl.Result{RequeueAfter: missingTypeRetry}, nil
+	var result ctrl.Result
+	switch {
+	case verdict.retry:
+		result.RequeueAfter = missingTypeRetry
+	case r.tracksMembers():
+		result.RequeueAfter = r.recheckInterval()
 	}
-	if r.tracksMembers() {
-		return ctrl.Result{RequeueAfter: r.recheckInterval()}, nil
+	return probeAgain(result, pending), nil
+}
+
+// probeAgain is result, coming back within admissionProbeRetry when a type
+// is pending its admission probe (publishPropagating).
+func probeAgain(result ctrl.Result, pending bool) ctrl.Result {
+	if pending && (result.RequeueAfter == 0 || result.RequeueAfter > admissionProbeRetry) {
+		result.RequeueAfter = admissionProbeRetry
 	}
-	return ctrl.Result{}, nil
+	return result
 }
 
 func (r *Reconciler) recheckInterval() time.Duration {

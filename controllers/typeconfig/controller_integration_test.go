@@ -20,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -589,4 +590,107 @@ func TestTypeConfigWritesOnceItLeads(t *testing.T) {
 	waitFor(t, "the type listed once it leads", func() (bool, string) {
 		return propagatingTypes(ctx, c, map[string]string{"federatednamespaces.types.kubefed.io": "namespaces"})
 	})
+}
+
+// TestTypeListedOnceThePolicyCanApplyToIt: in the seconds after a
+// group-version is first served the API server has no schema of it, and
+// refuses with 503 every create that a mutating admission policy matches.
+// The sync-finalizer policy matches the types the ConfigMap of propagating
+// types lists, so a type listed in those seconds (after `helm install`, the
+// federated CRDs and the controller-manager come up together) has its
+// users' creates refused. The controller lists a type only once a dry-run
+// probe shows the policy applies: creates sent from the moment the
+// federated CRD is served are never refused, and get the finalizer from
+// the policy once the type is listed.
+func TestTypeListedOnceThePolicyCanApplyToIt(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// No federated CRD yet: types.kubefed.io is not served.
+	cfg, c := startHost(ctx, t)
+	root, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	policies, err := framework.ReadObjects(
+		filepath.Join(root, "config", "admission", "sync-finalizer.yaml"),
+		filepath.Join(root, "config", "admission", "kubefedconfig-defaults.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range policies {
+		if err := c.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The API server loads policies asynchronously, in order: once the
+	// second one fills a KubeFedConfig's gates, the first is loaded too.
+	waitFor(t, "the admission policies loaded", func() (bool, string) {
+		probe := &corev1beta1.KubeFedConfig{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns},
+			Spec: corev1beta1.KubeFedConfigSpec{Scope: corev1beta1.ClusterScoped}}
+		err := c.Create(ctx, probe, client.DryRunAll)
+		return err == nil && len(probe.Spec.FeatureGates) > 0, fmt.Sprint(err)
+	})
+
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: c.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
+		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Reconciler{Runner: &RecordingRunner{Log: ctrl.Log.WithName("runner")}, Namespace: ns, PushReconciler: true, StatusCollection: true}
+	if err := r.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = mgr.Start(ctx) }()
+
+	crd, err := federatedtype.CRD(target("namespaces"), federatedtype.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := framework.InstallCRDs(ctx, c, []*apiextensionsv1.CustomResourceDefinition{crd}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, federatedtype.TypeConfig(target("namespaces"), federatedtype.Options{})); err != nil {
+		t.Fatal(err)
+	}
+	// A user creating FederatedNamespaces from the moment the type is
+	// served, as fast as kubectl would (dry runs: the same admission).
+	var creates, refused, finalized int
+	var lastRefusal error
+	deadline := time.Now().Add(time.Minute)
+	for finalized < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %d creates, %d with the finalizer: the policy never applied to the type (ConfigMap: %s)",
+				creates, finalized, listedTypes(ctx, c))
+		}
+		obj := &unstructured.Unstructured{}
+		obj.SetAPIVersion("types.kubefed.io/v1beta1")
+		obj.SetKind("FederatedNamespace")
+		obj.SetNamespace(ns)
+		obj.SetName(ns)
+		err := c.Create(ctx, obj, client.DryRunAll)
+		creates++
+		switch {
+		case apierrors.IsServiceUnavailable(err):
+			refused++
+			lastRefusal = err
+		case err != nil:
+			t.Fatalf("create %d: %v", creates, err)
+		case slices.Contains(obj.GetFinalizers(), corev1beta1.SyncControllerFinalizer):
+			finalized++
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if refused > 0 {
+		t.Fatalf("%d of %d creates refused by the API server, the last: %v", refused, creates, lastRefusal)
+	}
+	if ok, got := propagatingTypes(ctx, c, map[string]string{"federatednamespaces.types.kubefed.io": "namespaces"}); !ok {
+		t.Errorf("propagating types %s, want the namespaces type alone", got)
+	}
+	t.Logf("%d creates, none refused; the finalizer from the policy on the last %d", creates, finalized)
+}
+
+// listedTypes is what the ConfigMap of propagating types holds.
+func listedTypes(ctx context.Context, c client.Client) string {
+	_, got := propagatingTypes(ctx, c, nil)
+	return got
 }

@@ -222,6 +222,8 @@ func (cp *controlPlane) checkRights(ctx context.Context, t *testing.T) {
 		{verb: "create", resource: "events", namespace: fed},
 		{verb: "create", group: "events.k8s.io", resource: "events", namespace: fed},
 		{verb: "get", group: "apiextensions.k8s.io", resource: "customresourcedefinitions", name: "widgets.example.com"},
+		// The leader's dry-run probes of the sync-finalizer policy.
+		{verb: "create", group: "types.kubefed.io", resource: "federateddeployments", namespace: ns},
 	}
 	denied := []access{
 		{verb: "list", resource: "secrets"},
@@ -234,7 +236,10 @@ func (cp *controlPlane) checkRights(ctx context.Context, t *testing.T) {
 		{verb: "delete", group: "core.kubefed.io", resource: "kubefedclusters", namespace: ns},
 		{verb: "create", group: "core.kubefed.io", resource: "federatedtypeconfigs", namespace: ns},
 		{verb: "delete", group: "core.kubefed.io", resource: "federatedtypeconfigs", namespace: ns},
-		{verb: "create", group: "types.kubefed.io", resource: "federateddeployments", namespace: fed},
+		// Federated objects are never created, but for the dry-run probes
+		// in the control plane's own namespace.
+		{verb: "create", group: "types.kubefed.io", resource: "federateddeployments", namespace: "demo"},
+		{verb: "create", group: "types.kubefed.io", resource: "federatedclusterroles"},
 		{verb: "delete", group: "types.kubefed.io", resource: "federateddeployments", namespace: fed},
 		{verb: "update", group: "scheduling.kubefed.io", resource: "replicaschedulingpreferences", namespace: fed},
 		{verb: "delete", group: "multiclusterdns.kubefed.io", resource: "dnsendpoints", namespace: fed},

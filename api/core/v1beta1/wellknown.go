@@ -38,4 +38,9 @@ const (
 	// (the value is the FederatedTypeConfig's name). The controller-manager
 	// keeps it; the sync-finalizer admission policy reads it as its params.
 	PropagatingTypesConfigMap = "kubefed-propagating-types"
+	// AdmissionProbeAnnotation marks the dry-run create by which the
+	// controller-manager finds out whether the API server can apply the
+	// sync-finalizer admission policy to a type yet: the policy matches
+	// such a dry run whatever PropagatingTypesConfigMap lists.
+	AdmissionProbeAnnotation = "kubefed.io/admission-probe"
 )
