@@ -101,8 +101,8 @@ type Reconciler struct {
 	// APIReader reads the ConfigMap of propagating types past the cache,
 	// which does not hold ConfigMaps; the manager's when nil.
 	APIReader client.Reader
-	// publishMu guards published, publishForbidden, admissible, refusedAt
-	// and configSeen.
+	// publishMu guards published, publishForbidden, admission and
+	// configSeen.
 	publishMu sync.Mutex
 	// published is the ConfigMap's data as this leader last wrote or
 	// found it, at publishedAt; nil until then, and again once leading
@@ -111,12 +111,10 @@ type Reconciler struct {
 	publishedAt      time.Time
 	publishedExists  bool
 	publishForbidden bool
-	// admissible are the types, by ConfigMap key, that the API server was
-	// found able to apply the sync-finalizer policy to (publishPropagating):
-	// only those are listed. Probed again once leading starts.
-	admissible map[string]bool
-	// refusedAt is when a type not admissible was last probed.
-	refusedAt map[string]time.Time
+	// admission is what this leader knows of each federated
+	// group-version's admission, by group-version (publishPropagating);
+	// learned again once leading starts.
+	admission map[string]*gvAdmission
 	// configSeen is whether this process found the control plane's
 	// KubeFedConfig to own the ConfigMap: once it is gone (helm uninstall
 	// deletes it before the controller-manager), the ConfigMap is not made
@@ -186,7 +184,7 @@ func (r *Reconciler) Lead() {
 	// Another leader may have written the ConfigMap meanwhile, and a
 	// type's CustomResourceDefinition may have been made anew.
 	r.publishMu.Lock()
-	r.published, r.admissible, r.refusedAt = nil, nil, nil
+	r.published, r.admission = nil, nil
 	r.publishMu.Unlock()
 	r.reevaluateAll()
 }
@@ -301,7 +299,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.writeStatus(ctx, ftc, verdict, presence); err != nil {
 		return ctrl.Result{}, err
 	}
-	pending, err := r.publishPropagating(ctx, ftc.Name, ftc)
+	wait, err := r.publishPropagating(ctx, ftc.Name, ftc)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -315,14 +313,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case r.tracksMembers():
 		result.RequeueAfter = r.recheckInterval()
 	}
-	return probeAgain(result, pending), nil
+	return comeBack(result, wait), nil
 }
 
-// probeAgain is result, coming back within admissionProbeRetry when a type
-// is pending its admission probe (publishPropagating).
-func probeAgain(result ctrl.Result, pending bool) ctrl.Result {
-	if pending && (result.RequeueAfter == 0 || result.RequeueAfter > admissionProbeRetry) {
-		result.RequeueAfter = admissionProbeRetry
+// comeBack is result, coming back within wait when wait > 0: the type is
+// not listed for the sync-finalizer policy yet (publishPropagating).
+func comeBack(result ctrl.Result, wait time.Duration) ctrl.Result {
+	if wait > 0 && (result.RequeueAfter == 0 || result.RequeueAfter > wait) {
+		result.RequeueAfter = wait
 	}
 	return result
 }

@@ -598,10 +598,11 @@ func TestTypeConfigWritesOnceItLeads(t *testing.T) {
 // The sync-finalizer policy matches the types the ConfigMap of propagating
 // types lists, so a type listed in those seconds (after `helm install`, the
 // federated CRDs and the controller-manager come up together) has its
-// users' creates refused. The controller lists a type only once a dry-run
-// probe shows the policy applies: creates sent from the moment the
-// federated CRD is served are never refused, and get the finalizer from
-// the policy once the type is listed.
+// users' creates refused. The controller lists a type only once its
+// group-version has been served longer than the API server takes to load
+// its schema and a dry-run probe is not refused: creates sent from the
+// moment the federated CRD is served are never refused, and get the
+// finalizer from the policy once the type is listed.
 func TestTypeListedOnceThePolicyCanApplyToIt(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,9 +40,22 @@ func propagatingKey(ftc *corev1beta1.FederatedTypeConfig) string {
 	return ftc.Spec.FederatedType.PluralName + "." + ftc.Spec.FederatedType.Group
 }
 
-// admissionProbeRetry is how soon a type the API server cannot apply the
-// sync-finalizer policy to yet is probed again.
-const admissionProbeRetry = time.Second
+// The sync-finalizer policy needs the API server's schema of a federated
+// type's group-version, which each API server process loads by polling its
+// own OpenAPI document every 5 s: for up to 5 s after a group-version is
+// first served (after `helm install`, say), every create the policy
+// matches is refused with 503, whatever its failurePolicy. So a type is
+// listed only once its group-version is admissible: this leader has seen a
+// type of it propagate for admissionSettle, more than that poll period on
+// any API server of the host whether or not the policy had loaded by then,
+// and a dry-run probe of it was not refused with 503 (a server whose poll
+// fell behind). A group-version a listed type already has is admissible at
+// once (`kubefedctl enable` of another type of types.kubefed.io).
+const (
+	admissionSettle     = 10 * time.Second
+	admissionProbeRetry = time.Second
+	admissionProbeLimit = 10 * time.Second
+)
 
 // publishPropagating writes the ConfigMap of the types that propagate and
 // run, when it differs from what this leader last wrote or found. current
@@ -53,16 +65,14 @@ const admissionProbeRetry = time.Second
 // without the ConfigMap the policy adds nothing, and the engine adds the
 // finalizer itself.
 //
-// A type is listed only once a probe showed that the API server can apply
-// the policy to it (admissible): listed any earlier, in the seconds after
-// its group-version is first served, every create of it would be refused
-// with 503. pending reports that some type is not listed for that reason
-// yet for current's type, whose reconcile is to come back after
-// admissionProbeRetry.
-func (r *Reconciler) publishPropagating(ctx context.Context, name string, current *corev1beta1.FederatedTypeConfig) (pending bool, err error) {
+// A type is listed only once its group-version is admissible (above);
+// until then its new objects get the finalizer from the engine. wait is
+// how soon current's reconcile is to come back when its type is not
+// listed yet for that reason; zero otherwise.
+func (r *Reconciler) publishPropagating(ctx context.Context, name string, current *corev1beta1.FederatedTypeConfig) (wait time.Duration, err error) {
 	list := &corev1beta1.FederatedTypeConfigList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(r.Namespace)); err != nil {
-		return false, fmt.Errorf("list FederatedTypeConfigs: %w", err)
+		return 0, fmt.Errorf("list FederatedTypeConfigs: %w", err)
 	}
 	// types are the FederatedTypeConfigs that propagate and run, by key.
 	types := map[string]*corev1beta1.FederatedTypeConfig{}
@@ -77,131 +87,117 @@ func (r *Reconciler) publishPropagating(ctx context.Context, name string, curren
 
 	r.publishMu.Lock()
 	defer r.publishMu.Unlock()
-	if r.admissible == nil {
-		r.admissible, r.refusedAt = map[string]bool{}, map[string]time.Time{}
+	now := time.Now()
+	// Group-versions no type propagates any more are forgotten: their
+	// CustomResourceDefinitions may be made anew before one comes back.
+	gvs := map[string][]corev1beta1.APIResource{}
+	for _, key := range slices.Sorted(maps.Keys(types)) {
+		ft := types[key].Spec.FederatedType
+		gvs[ft.GroupVersionString()] = append(gvs[ft.GroupVersionString()], ft)
 	}
-	// A type that stops propagating is probed again if it comes back: its
-	// CustomResourceDefinition may have been made anew meanwhile.
-	for key := range r.admissible {
-		if _, ok := types[key]; !ok {
-			delete(r.admissible, key)
+	for gv := range r.admission {
+		if _, ok := gvs[gv]; !ok {
+			delete(r.admission, gv)
 		}
 	}
-	for key := range r.refusedAt {
-		if _, ok := types[key]; !ok {
-			delete(r.refusedAt, key)
-		}
+	if r.admission == nil {
+		r.admission = map[string]*gvAdmission{}
 	}
 	if r.published == nil {
-		// A leader before this one probed the types its ConfigMap lists.
+		// A leader before this one listed these types' group-versions
+		// once admissible.
 		r.trustListed(ctx, types)
+	}
+	for gv := range gvs {
+		if r.admission[gv] == nil {
+			r.admission[gv] = &gvAdmission{since: now}
+		}
 	}
 	listed := func() map[string]string {
 		data := map[string]string{}
-		for key := range types {
-			if r.admissible[key] {
-				data[key] = types[key].Name
+		for key, ftc := range types {
+			if r.admission[ftc.Spec.FederatedType.GroupVersionString()].admissible {
+				data[key] = ftc.Name
 			}
 		}
 		return data
 	}
 	exists, err := r.writePropagating(ctx, listed())
 	if err != nil || !exists {
-		// Without the ConfigMap the policy matches nothing, probes
-		// included: nothing is refused, and nothing can be learned.
-		return false, err
+		// Without the ConfigMap the policy matches nothing: nothing is
+		// refused, and nothing can be probed.
+		return 0, err
 	}
-	// The API server's schema that the policy needs is one per
-	// group-version: a type is admissible once a namespaced type of its
-	// group-version is. A type not listed yet is probed, in this control
-	// plane's namespace, where its rights allow it, and a cluster-scoped
-	// one only when its group-version has no namespaced type; one the API
-	// server refused is probed again only after admissionProbeRetry: each
-	// reconcile of a type waiting for it comes back that often.
-	ready, namespaced := map[string]bool{}, map[string]bool{}
-	for key, ftc := range types {
-		if ft := ftc.Spec.FederatedType; ft.Namespaced() {
-			namespaced[ft.GroupVersionString()] = true
-			if r.admissible[key] {
-				ready[ft.GroupVersionString()] = true
-			}
-		}
-	}
-	keys := slices.SortedFunc(maps.Keys(types), func(a, b string) int {
-		// Namespaced types first, so that a cluster-scoped one finds its
-		// group-version probed.
-		na, nb := types[a].Spec.FederatedType.Namespaced(), types[b].Spec.FederatedType.Namespaced()
-		if na != nb {
-			if na {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a, b)
-	})
 	probed := false
-	for _, key := range keys {
-		ft := types[key].Spec.FederatedType
-		gv := ft.GroupVersionString()
-		switch {
-		case r.admissible[key]:
+	for _, gv := range slices.Sorted(maps.Keys(gvs)) {
+		a := r.admission[gv]
+		if a.admissible || now.Sub(a.since) < admissionSettle || now.Sub(a.refusedAt) < admissionProbeRetry {
 			continue
-		case ready[gv]:
-			r.admissible[key], probed = true, true
-			continue
-		case !ft.Namespaced() && namespaced[gv],
-			time.Since(r.refusedAt[key]) < admissionProbeRetry:
-			continue
+		}
+		// A namespaced type is probed where this controller may create
+		// one; a cluster-scoped one only when its group-version has none.
+		ft := gvs[gv][0]
+		if i := slices.IndexFunc(gvs[gv], corev1beta1.APIResource.Namespaced); i >= 0 {
+			ft = gvs[gv][i]
 		}
 		if r.admits(ctx, ft) {
-			r.admissible[key], probed = true, true
-			delete(r.refusedAt, key)
-			if ft.Namespaced() {
-				ready[gv] = true
-			}
+			a.admissible, probed = true, true
 		} else {
-			r.refusedAt[key] = time.Now()
+			a.refusedAt = now
 		}
 	}
 	if probed {
 		if _, err := r.writePropagating(ctx, listed()); err != nil {
-			return false, err
+			return 0, err
 		}
 	}
-	// The reconcile of the type waiting comes back for it.
-	if current != nil && propagates(current) {
-		key := propagatingKey(current)
-		return !r.admissible[key], nil
+	if current == nil || !propagates(current) {
+		return 0, nil
 	}
-	return false, nil
+	a := r.admission[current.Spec.FederatedType.GroupVersionString()]
+	if a.admissible {
+		return 0, nil
+	}
+	return max(admissionSettle-now.Sub(a.since), admissionProbeRetry), nil
 }
 
-// trustListed takes the types the ConfigMap lists, of types, as
-// admissible: a leader lists a type only once it probed it (and a type
-// that stops propagating meanwhile leaves the list), so that a new leader
-// does not take the list back while it probes them again. Called with
-// publishMu held.
+// gvAdmission is what this leader knows of a federated group-version's
+// admission (publishPropagating).
+type gvAdmission struct {
+	// since is when this leader first saw a type of it propagate.
+	since time.Time
+	// refusedAt is when a probe of it was last refused with 503.
+	refusedAt time.Time
+	// admissible: its types are listed.
+	admissible bool
+}
+
+// trustListed takes the group-versions of the types the ConfigMap lists,
+// of types, as admissible: a leader lists a type only once its
+// group-version is, and a new leader does not take the list back while it
+// waits again. Called with publishMu held.
 func (r *Reconciler) trustListed(ctx context.Context, types map[string]*corev1beta1.FederatedTypeConfig) {
 	cm := &corev1.ConfigMap{}
 	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: corev1beta1.PropagatingTypesConfigMap}, cm); err != nil {
 		return
 	}
 	for key := range cm.Data {
-		if _, ok := types[key]; ok {
-			r.admissible[key] = true
+		if ftc, ok := types[key]; ok {
+			r.admission[ftc.Spec.FederatedType.GroupVersionString()] = &gvAdmission{admissible: true}
 		}
 	}
 }
 
-// admits reports whether the API server can apply the sync-finalizer
-// admission policy to a create of the federated type ft: a dry-run create
-// of an object annotated as a probe, which the policy matches, is not
+// admits reports whether a dry-run create of the federated type ft,
+// annotated as a probe, which the sync-finalizer policy matches, is not
 // refused with 503 for want of the type's schema, nor because the type is
-// not served yet. Any other answer, an object refused as invalid included
-// (validation comes after the mutating policies), says the policy was
-// applied, or that it is not installed or this controller may not probe,
-// and then listing the type changes nothing for its creates.
+// not served. Any other answer (the object refused as invalid: validation
+// comes after the mutating policies; the policy not installed; this
+// controller not allowed to probe; a timeout) leaves the decision to
+// admissionSettle, which has passed.
 func (r *Reconciler) admits(ctx context.Context, ft corev1beta1.APIResource) bool {
+	ctx, cancel := context.WithTimeout(ctx, admissionProbeLimit)
+	defer cancel()
 	probe := &unstructured.Unstructured{}
 	probe.SetAPIVersion(ft.GroupVersionString())
 	probe.SetKind(ft.Kind)
@@ -215,17 +211,17 @@ func (r *Reconciler) admits(ctx context.Context, ft corev1beta1.APIResource) boo
 	case err == nil:
 		return true
 	case apierrors.IsServiceUnavailable(err), apierrors.IsNotFound(err), meta.IsNoMatchError(err):
-		logf.FromContext(ctx).V(1).Info("The API server cannot apply the sync-finalizer policy to the type yet; not listed",
+		logf.FromContext(ctx).V(1).Info("The API server cannot apply the sync-finalizer policy to the group-version yet; not listed",
 			"type", ft.PluralName+"."+ft.Group, "err", err.Error())
 		return false
 	case apierrors.IsForbidden(err):
-		// Once per type and term: this controller's rights lack create
-		// on the federated types (the chart's have it).
-		logf.FromContext(ctx).Info("Cannot probe whether the API server can apply the sync-finalizer policy to the type; listing it",
+		// Once per group-version and term: this controller's rights lack
+		// create on the federated types (the chart's have it).
+		logf.FromContext(ctx).Info("Cannot probe whether the API server can apply the sync-finalizer policy to the group-version; listing it",
 			"type", ft.PluralName+"."+ft.Group, "err", err.Error())
 		return true
 	default:
-		logf.FromContext(ctx).V(1).Info("Probe of the sync-finalizer policy refused; listing the type",
+		logf.FromContext(ctx).V(1).Info("Probe of the sync-finalizer policy refused; listing the group-version",
 			"type", ft.PluralName+"."+ft.Group, "err", err.Error())
 		return true
 	}

@@ -29,25 +29,28 @@ func runningType(name, group, version, kind, plural string, scope corev1beta1.Re
 	return ftc
 }
 
-// TestTypesListedOnceProbed: the ConfigMap of propagating types lists a
-// type only once a dry-run create of it is not refused with 503; the API
-// server's schema being one per group-version, one probe of a namespaced
-// type stands for its group-version, and a cluster-scoped type is probed
-// itself only when its group-version has no namespaced type. A refused
-// probe is tried again after admissionProbeRetry, not on every reconcile;
-// a probe this controller may not make does not hold the type back.
-func TestTypesListedOnceProbed(t *testing.T) {
+// TestTypesListedOnceAdmissible: the ConfigMap of propagating types lists
+// a type only once its group-version is admissible: a type of it has been
+// seen propagating for admissionSettle (longer than any API server's poll
+// of its schema) and then a dry-run probe was not refused with 503 (a
+// server whose poll fell behind). One probe stands for a group-version, a
+// namespaced type's where there is one; a refused probe is tried again
+// after admissionProbeRetry, not on every reconcile; a probe this
+// controller may not make, or that the policy did not act on, leaves it to
+// the wait. A type of a group-version listed already is listed at once,
+// and a new leader keeps the list it finds.
+func TestTypesListedOnceAdmissible(t *testing.T) {
 	const ns = corev1beta1.DefaultKubeFedNamespace
 	namespaces := runningType("namespaces", "types.kubefed.io", "v1beta1", "FederatedNamespace", "federatednamespaces", corev1beta1.NamespaceScope)
-	configmaps := runningType("configmaps", "types.kubefed.io", "v1beta1", "FederatedConfigMap", "federatedconfigmaps", corev1beta1.NamespaceScope)
 	clusterroles := runningType("clusterroles.rbac.authorization.k8s.io", "types.kubefed.io", "v1beta1", "FederatedClusterRole", "federatedclusterroles", corev1beta1.ClusterScope)
 	widgets := runningType("widgets.example.com", "fed.example.com", "v1", "FederatedWidget", "federatedwidgets", corev1beta1.ClusterScope)
+	configmaps := runningType("configmaps", "types.kubefed.io", "v1beta1", "FederatedConfigMap", "federatedconfigmaps", corev1beta1.NamespaceScope)
 
 	var mu sync.Mutex
-	answer := map[string]error{} // by federated group-version; nil: applied
+	answer := map[string]error{} // by federated group-version
 	var probes []string
 	c := fake.NewClientBuilder().WithScheme(framework.Scheme()).
-		WithObjects(namespaces, configmaps, clusterroles, widgets).
+		WithObjects(namespaces, clusterroles, widgets).
 		WithStatusSubresource(&corev1beta1.FederatedTypeConfig{}).
 		WithInterceptorFuncs(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			gvk := obj.GetObjectKind().GroupVersionKind()
@@ -67,13 +70,12 @@ func TestTypesListedOnceProbed(t *testing.T) {
 		}}).Build()
 	r := &Reconciler{Client: c, APIReader: c, Namespace: ns}
 	ctx := context.Background()
-	unavailable := apierrors.NewServiceUnavailable("Resource kind not found")
-	publish := func(current *corev1beta1.FederatedTypeConfig) (bool, map[string]string, []string) {
+	publish := func(current *corev1beta1.FederatedTypeConfig) (time.Duration, []string, []string) {
 		t.Helper()
 		mu.Lock()
 		probes = nil
 		mu.Unlock()
-		pending, err := r.publishPropagating(ctx, current.Name, current)
+		wait, err := r.publishPropagating(ctx, current.Name, current)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,56 +85,85 @@ func TestTypesListedOnceProbed(t *testing.T) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		return pending, cm.Data, slices.Sorted(slices.Values(probes))
+		return wait, slices.Sorted(maps.Keys(cm.Data)), slices.Sorted(slices.Values(probes))
 	}
-	expect := func(what string, pending, wantPending bool, data map[string]string, wantKeys []string, probes, wantProbes []string) {
+	expect := func(what string, got, want []string) {
 		t.Helper()
-		if pending != wantPending {
-			t.Errorf("%s: pending %v, want %v", what, pending, wantPending)
-		}
-		if got := slices.Sorted(maps.Keys(data)); !slices.Equal(got, wantKeys) {
-			t.Errorf("%s: listed %v, want %v", what, got, wantKeys)
-		}
-		if !slices.Equal(probes, wantProbes) {
-			t.Errorf("%s: probes %v, want %v", what, probes, wantProbes)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: %v, want %v", what, got, want)
 		}
 	}
-
-	// Neither group-version's schema is loaded yet.
-	answer["types.kubefed.io/v1beta1"], answer["fed.example.com/v1"] = unavailable, unavailable
-	pending, data, probed := publish(clusterroles)
-	expect("first", pending, true, data, nil, probed,
-		[]string{"FederatedConfigMap in " + ns, "FederatedNamespace in " + ns, "FederatedWidget in "})
-	// Another type's reconcile right after probes nothing again.
-	pending, data, probed = publish(configmaps)
-	expect("at once again", pending, true, data, nil, probed, nil)
-
-	// types.kubefed.io/v1beta1 loaded: one probe lists all three of it.
-	answer["types.kubefed.io/v1beta1"] = nil
-	// (as if admissionProbeRetry had passed)
-	for key := range r.refusedAt {
-		r.refusedAt[key] = time.Now().Add(-admissionProbeRetry)
+	// settled makes the group-versions seen for admissionSettle, and any
+	// refusal older than admissionProbeRetry.
+	settled := func() {
+		for _, a := range r.admission {
+			a.since = a.since.Add(-admissionSettle)
+			a.refusedAt = a.refusedAt.Add(-admissionProbeRetry)
+		}
 	}
-	pending, data, probed = publish(namespaces)
-	expect("types.kubefed.io loaded", pending, false, data,
-		[]string{"federatedclusterroles.types.kubefed.io", "federatedconfigmaps.types.kubefed.io", "federatednamespaces.types.kubefed.io"},
-		probed, []string{"FederatedConfigMap in " + ns, "FederatedWidget in "})
-	if data["federatedclusterroles.types.kubefed.io"] != "clusterroles.rbac.authorization.k8s.io" {
-		t.Errorf("a type is listed with its FederatedTypeConfig's name: %v", data)
+	all := []string{"federatedclusterroles.types.kubefed.io", "federatednamespaces.types.kubefed.io"}
+
+	// Just seen: nothing listed, nothing probed, and the type's reconcile
+	// comes back when the wait is over.
+	wait, listed, probed := publish(namespaces)
+	expect("listed at first", listed, nil)
+	expect("probes at first", probed, nil)
+	if wait <= admissionSettle-time.Second || wait > admissionSettle {
+		t.Errorf("at first: come back after %v, want about %v", wait, admissionSettle)
 	}
 
-	// A probe this controller may not make lists the type.
+	// Waited; types.kubefed.io's schema is not loaded yet, and the policy
+	// does not act on fed.example.com (or this controller may not probe
+	// it): one probe of each group-version, a namespaced type's where
+	// there is one.
+	answer["types.kubefed.io/v1beta1"] = apierrors.NewServiceUnavailable("Resource kind types.kubefed.io/v1beta1, Kind=FederatedNamespace not found")
 	answer["fed.example.com/v1"] = apierrors.NewForbidden(schema.GroupResource{Group: "fed.example.com", Resource: "federatedwidgets"}, "", nil)
-	r.refusedAt["federatedwidgets.fed.example.com"] = time.Now().Add(-admissionProbeRetry)
-	pending, data, probed = publish(widgets)
-	expect("forbidden", pending, false, data,
-		[]string{"federatedclusterroles.types.kubefed.io", "federatedconfigmaps.types.kubefed.io", "federatednamespaces.types.kubefed.io", "federatedwidgets.fed.example.com"},
-		probed, []string{"FederatedWidget in "})
+	settled()
+	wait, listed, probed = publish(clusterroles)
+	expect("listed while types.kubefed.io is refused", listed, []string{"federatedwidgets.fed.example.com"})
+	expect("probes", probed, []string{"FederatedNamespace in " + ns, "FederatedWidget in "})
+	if wait != admissionProbeRetry {
+		t.Errorf("refused: come back after %v, want %v", wait, admissionProbeRetry)
+	}
+	// Another reconcile at once probes nothing.
+	_, listed, probed = publish(namespaces)
+	expect("listed at once again", listed, []string{"federatedwidgets.fed.example.com"})
+	expect("probes at once again", probed, nil)
 
-	// A new leader takes the list as it finds it, probing nothing.
+	// Loaded: the probe lists every type of the group-version, each with
+	// its FederatedTypeConfig's name.
+	answer["types.kubefed.io/v1beta1"] = nil
+	settled()
+	wait, listed, probed = publish(namespaces)
+	expect("listed once loaded", listed, append(slices.Clone(all), "federatedwidgets.fed.example.com"))
+	expect("probes once loaded", probed, []string{"FederatedNamespace in " + ns})
+	if wait != 0 {
+		t.Errorf("listed: come back after %v, want 0", wait)
+	}
+	cm := &corev1.ConfigMap{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: corev1beta1.PropagatingTypesConfigMap}, cm); err != nil {
+		t.Fatal(err)
+	}
+	if cm.Data["federatedclusterroles.types.kubefed.io"] != "clusterroles.rbac.authorization.k8s.io" {
+		t.Errorf("a type is listed with its FederatedTypeConfig's name: %v", cm.Data)
+	}
+
+	// Another type of an admissible group-version (kubefedctl enable) is
+	// listed at once.
+	if err := c.Create(ctx, configmaps); err != nil {
+		t.Fatal(err)
+	}
+	wait, listed, probed = publish(configmaps)
+	expect("listed with a new type", listed, []string{"federatedclusterroles.types.kubefed.io", "federatedconfigmaps.types.kubefed.io",
+		"federatednamespaces.types.kubefed.io", "federatedwidgets.fed.example.com"})
+	expect("probes for a new type", probed, nil)
+	if wait != 0 {
+		t.Errorf("a new type: come back after %v, want 0", wait)
+	}
+
+	// A new leader keeps the list it finds, probing nothing.
 	r.Lead()
-	pending, data, probed = publish(namespaces)
-	expect("a new leader", pending, false, data,
-		[]string{"federatedclusterroles.types.kubefed.io", "federatedconfigmaps.types.kubefed.io", "federatednamespaces.types.kubefed.io", "federatedwidgets.fed.example.com"},
-		probed, nil)
+	_, listed2, probed := publish(namespaces)
+	expect("a new leader's list", listed2, listed)
+	expect("a new leader's probes", probed, nil)
 }
