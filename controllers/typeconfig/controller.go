@@ -109,7 +109,6 @@ type Reconciler struct {
 	// starts.
 	published        map[string]string
 	publishedAt      time.Time
-	publishedExists  bool
 	publishForbidden bool
 	// admission is what this leader knows of each federated
 	// group-version's admission, by group-version (publishPropagating);

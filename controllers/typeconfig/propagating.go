@@ -45,11 +45,11 @@ func propagatingKey(ftc *corev1beta1.FederatedTypeConfig) string {
 // own OpenAPI document every 5 s: for up to 5 s after a group-version is
 // first served (after `helm install`, say), every create the policy
 // matches is refused with 503, whatever its failurePolicy. So a type is
-// listed only once its group-version is admissible: this leader has seen a
-// type of it propagate for admissionSettle, more than that poll period on
-// any API server of the host whether or not the policy had loaded by then,
-// and a dry-run probe of it was not refused with 503 (a server whose poll
-// fell behind). A group-version a listed type already has is admissible at
+// listed only once its group-version is admissible: it has been served for
+// admissionSettle (servedSince), more than that poll period on any API
+// server of the host whether or not the policy had loaded by then, and a
+// dry-run probe of it was not refused with 503 (a server whose poll fell
+// behind). A group-version a listed type already has is admissible at
 // once (`kubefedctl enable` of another type of types.kubefed.io).
 const (
 	admissionSettle     = 10 * time.Second
@@ -108,9 +108,9 @@ func (r *Reconciler) publishPropagating(ctx context.Context, name string, curren
 		// once admissible.
 		r.trustListed(ctx, types)
 	}
-	for gv := range gvs {
+	for gv, fts := range gvs {
 		if r.admission[gv] == nil {
-			r.admission[gv] = &gvAdmission{since: now}
+			r.admission[gv] = &gvAdmission{since: r.servedSince(ctx, fts[0], now)}
 		}
 	}
 	listed := func() map[string]string {
@@ -122,13 +122,9 @@ func (r *Reconciler) publishPropagating(ctx context.Context, name string, curren
 		}
 		return data
 	}
-	exists, err := r.writePropagating(ctx, listed())
-	if err != nil || !exists {
-		// Without the ConfigMap the policy matches nothing: nothing is
-		// refused, and nothing can be probed.
-		return 0, err
-	}
-	probed := false
+	// The probes come before the write: where the ConfigMap is missing,
+	// the policy matches nothing, and the probe proves nothing that
+	// admissionSettle has not already.
 	for _, gv := range slices.Sorted(maps.Keys(gvs)) {
 		a := r.admission[gv]
 		if a.admissible || now.Sub(a.since) < admissionSettle || now.Sub(a.refusedAt) < admissionProbeRetry {
@@ -141,15 +137,13 @@ func (r *Reconciler) publishPropagating(ctx context.Context, name string, curren
 			ft = gvs[gv][i]
 		}
 		if r.admits(ctx, ft) {
-			a.admissible, probed = true, true
+			a.admissible = true
 		} else {
 			a.refusedAt = now
 		}
 	}
-	if probed {
-		if _, err := r.writePropagating(ctx, listed()); err != nil {
-			return 0, err
-		}
+	if err := r.writePropagating(ctx, listed()); err != nil {
+		return 0, err
 	}
 	if current == nil || !propagates(current) {
 		return 0, nil
@@ -161,10 +155,45 @@ func (r *Reconciler) publishPropagating(ctx context.Context, name string, curren
 	return max(admissionSettle-now.Sub(a.since), admissionProbeRetry), nil
 }
 
+// servedSince is a time since which the API server has served ft's
+// group-version, at the latest now: when its CustomResourceDefinition was
+// Established, or its spec last written if later (a version may have been
+// added), a second later for the timestamps' resolution. A type whose CRD
+// has been served for a while (a restart, a new KubeFedConfig) then waits
+// for nothing. Read past the cache, which holds no CRDs.
+func (r *Reconciler) servedSince(ctx context.Context, ft corev1beta1.APIResource, now time.Time) time.Time {
+	crd := &unstructured.Unstructured{}
+	crd.SetAPIVersion("apiextensions.k8s.io/v1")
+	crd.SetKind("CustomResourceDefinition")
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: ft.PluralName + "." + ft.Group}, crd); err != nil {
+		return now
+	}
+	var since time.Time
+	conditions, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+	for _, c := range conditions {
+		if m, ok := c.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
+			since, _ = time.Parse(time.RFC3339, fmt.Sprint(m["lastTransitionTime"]))
+		}
+	}
+	if since.IsZero() {
+		return now
+	}
+	for _, f := range crd.GetManagedFields() {
+		if f.Subresource == "" && f.Time != nil && f.Time.After(since) {
+			since = f.Time.Time
+		}
+	}
+	if since = since.Add(time.Second); since.After(now) {
+		return now
+	}
+	return since
+}
+
 // gvAdmission is what this leader knows of a federated group-version's
 // admission (publishPropagating).
 type gvAdmission struct {
-	// since is when this leader first saw a type of it propagate.
+	// since is when it was served from (servedSince), as this leader
+	// first found it.
 	since time.Time
 	// refusedAt is when a probe of it was last refused with 503.
 	refusedAt time.Time
@@ -228,18 +257,18 @@ func (r *Reconciler) admits(ctx context.Context, ft corev1beta1.APIResource) boo
 }
 
 // writePropagating makes the ConfigMap hold data, unless this leader
-// wrote or found just that within a recheck interval. It reports whether
-// the ConfigMap exists. Called with publishMu held.
-func (r *Reconciler) writePropagating(ctx context.Context, data map[string]string) (exists bool, err error) {
+// wrote or found just that within a recheck interval. Called with
+// publishMu held.
+func (r *Reconciler) writePropagating(ctx context.Context, data map[string]string) error {
 	// What this leader wrote or found is trusted for a recheck interval;
 	// after it the ConfigMap is read again, so that one deleted or edited
 	// by hand is put back by the types' periodic evaluation.
 	if r.published != nil && maps.Equal(r.published, data) && time.Since(r.publishedAt) < r.recheckInterval() {
-		return r.publishedExists, nil
+		return nil
 	}
 	key := client.ObjectKey{Namespace: r.Namespace, Name: corev1beta1.PropagatingTypesConfigMap}
 	cm := &corev1.ConfigMap{}
-	err = r.APIReader.Get(ctx, key, cm)
+	err := r.APIReader.Get(ctx, key, cm)
 	switch {
 	case apierrors.IsNotFound(err):
 		cm = &corev1.ConfigMap{Data: data}
@@ -248,8 +277,8 @@ func (r *Reconciler) writePropagating(ctx context.Context, data map[string]strin
 			// The KubeFedConfig went away, and the garbage collector took
 			// the ConfigMap with it: the control plane is being removed.
 			// One made now would have no owner and outlive it.
-			r.published, r.publishedAt, r.publishedExists = data, time.Now(), false
-			return false, nil
+			r.published, r.publishedAt = data, time.Now()
+			return nil
 		}
 		err = r.Client.Create(ctx, cm)
 	case err == nil:
@@ -265,14 +294,14 @@ func (r *Reconciler) writePropagating(ctx context.Context, data map[string]strin
 				"configMap", key.String())
 			r.publishForbidden = true
 		}
-		return false, nil
+		return nil
 	}
 	if err != nil {
 		r.published = nil
-		return false, fmt.Errorf("write ConfigMap %s: %w", key, err)
+		return fmt.Errorf("write ConfigMap %s: %w", key, err)
 	}
-	r.published, r.publishedAt, r.publishedExists = data, time.Now(), true
-	return true, nil
+	r.published, r.publishedAt = data, time.Now()
+	return nil
 }
 
 // ownedByConfig makes the control plane's KubeFedConfig an owner of cm, so

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -166,4 +167,59 @@ func TestTypesListedOnceAdmissible(t *testing.T) {
 	_, listed2, probed := publish(namespaces)
 	expect("a new leader's list", listed2, listed)
 	expect("a new leader's probes", probed, nil)
+}
+
+// TestTypeServedLongAgoListedAtOnce: a type whose CustomResourceDefinition
+// has been Established for longer than admissionSettle (a controller
+// restarted with its ConfigMap gone, a new KubeFedConfig) is listed on its
+// first reconcile, after one probe; one Established a moment ago waits.
+func TestTypeServedLongAgoListedAtOnce(t *testing.T) {
+	const ns = corev1beta1.DefaultKubeFedNamespace
+	old := runningType("olds.example.com", "old.example.com", "v1", "FederatedOld", "federatedolds", corev1beta1.NamespaceScope)
+	fresh := runningType("freshes.example.com", "fresh.example.com", "v1", "FederatedFresh", "federatedfreshes", corev1beta1.NamespaceScope)
+	crd := func(name string, established time.Time) *apiextensionsv1.CustomResourceDefinition {
+		c := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		c.Status.Conditions = []apiextensionsv1.CustomResourceDefinitionCondition{
+			{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionTrue, LastTransitionTime: metav1.NewTime(established)},
+		}
+		return c
+	}
+	var mu sync.Mutex
+	var probes []string
+	c := fake.NewClientBuilder().WithScheme(framework.Scheme()).
+		WithObjects(old, fresh, crd("federatedolds.old.example.com", time.Now().Add(-time.Hour)), crd("federatedfreshes.fresh.example.com", time.Now())).
+		WithStatusSubresource(&corev1beta1.FederatedTypeConfig{}, &apiextensionsv1.CustomResourceDefinition{}).
+		WithInterceptorFuncs(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if obj.GetObjectKind().GroupVersionKind().Group == "" {
+				return c.Create(ctx, obj, opts...)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			probes = append(probes, obj.GetObjectKind().GroupVersionKind().Kind)
+			return nil
+		}}).Build()
+	r := &Reconciler{Client: c, APIReader: c, Namespace: ns}
+	ctx := context.Background()
+	wait, err := r.publishPropagating(ctx, old.Name, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wait != 0 {
+		t.Errorf("a type served for an hour: come back after %v, want 0", wait)
+	}
+	cm := &corev1.ConfigMap{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: corev1beta1.PropagatingTypesConfigMap}, cm); err != nil {
+		t.Fatal(err)
+	}
+	if got := slices.Sorted(maps.Keys(cm.Data)); !slices.Equal(got, []string{"federatedolds.old.example.com"}) {
+		t.Errorf("listed %v, want only the type served for an hour", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(probes, []string{"FederatedOld"}) {
+		t.Errorf("probes %v, want one of FederatedOld", probes)
+	}
+	if a := r.admission["fresh.example.com/v1"]; a == nil || time.Since(a.since) > time.Minute {
+		t.Errorf("the fresh type's group-version: %+v, want it served from about now", a)
+	}
 }
