@@ -17,6 +17,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
+	"github.com/kubefed-io/kubefed/pkg/jsonvalue"
 )
 
 // The sync-finalizer admission policy (config/admission) gives a new
@@ -168,14 +169,13 @@ func (r *Reconciler) servedSince(ctx context.Context, ft corev1beta1.APIResource
 	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: ft.PluralName + "." + ft.Group}, crd); err != nil {
 		return now
 	}
-	var since time.Time
-	conditions, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
-	for _, c := range conditions {
-		if m, ok := c.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
-			since, _ = time.Parse(time.RFC3339, fmt.Sprint(m["lastTransitionTime"]))
-		}
+	status, _ := crd.Object["status"].(map[string]any)
+	established := jsonvalue.Condition(status, "Established")
+	if established == nil || established["status"] != "True" {
+		return now
 	}
-	if since.IsZero() {
+	since, err := time.Parse(time.RFC3339, fmt.Sprint(established["lastTransitionTime"]))
+	if err != nil {
 		return now
 	}
 	for _, f := range crd.GetManagedFields() {

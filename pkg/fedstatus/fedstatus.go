@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	typesv1beta1 "github.com/kubefed-io/kubefed/api/types/v1beta1"
+	"github.com/kubefed-io/kubefed/pkg/jsonvalue"
 )
 
 // MaxConditionMessage bounds the Propagation condition's message, which
@@ -17,13 +18,7 @@ const MaxConditionMessage = 4096
 // PropagationCondition is the Propagation condition of a federated
 // object's status, or nil.
 func PropagationCondition(status map[string]any) map[string]any {
-	conds, _ := status["conditions"].([]any)
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == typesv1beta1.ConditionPropagation {
-			return m
-		}
-	}
-	return nil
+	return jsonvalue.Condition(status, typesv1beta1.ConditionPropagation)
 }
 
 // ClusterMessages recovers what the Propagation condition's message says

@@ -1,6 +1,7 @@
 // Package jsonvalue works with values decoded from JSON into map[string]any
 // trees, as unstructured objects hold them. It names their types for error
-// messages and copies them without panicking on malformed input.
+// messages, copies them without panicking on malformed input and finds
+// the conditions of a decoded status.
 package jsonvalue
 
 import (
@@ -68,4 +69,16 @@ func Int64(v any) (int64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// Condition is the condition of type t among a decoded status's
+// conditions (status.conditions, a list of objects), or nil.
+func Condition(status map[string]any, t string) map[string]any {
+	conds, _ := status["conditions"].([]any)
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == t {
+			return m
+		}
+	}
+	return nil
 }

@@ -48,3 +48,19 @@ func TestInt64(t *testing.T) {
 		}
 	}
 }
+
+func TestCondition(t *testing.T) {
+	ready := map[string]any{"type": "Ready", "status": "True"}
+	status := map[string]any{"conditions": []any{"not an object", map[string]any{"type": "Established", "status": "False"}, ready}}
+	if got := Condition(status, "Ready"); !reflect.DeepEqual(got, ready) {
+		t.Errorf("Ready: %v, want %v", got, ready)
+	}
+	if got := Condition(status, "Available"); got != nil {
+		t.Errorf("a type not listed: %v, want nil", got)
+	}
+	for _, s := range []map[string]any{nil, {}, {"conditions": "not a list"}} {
+		if got := Condition(s, "Ready"); got != nil {
+			t.Errorf("status %v: %v, want nil", s, got)
+		}
+	}
+}
