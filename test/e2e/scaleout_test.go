@@ -103,24 +103,26 @@ var _ = Describe("Scale-out", Ordered, func() {
 				return strings.Contains(line, `resource="configmaps"`) && strings.Contains(line, `verb="POST"`) && strings.Contains(line, `subresource=""`)
 			})
 		}
-		deletes := func(c *framework.Cluster) int {
-			return apiserverRequests(ctx, c, func(line string) bool {
-				return strings.Contains(line, `resource="configmaps"`) && strings.Contains(line, `verb="DELETE"`)
-			})
-		}
+		// updates counts every ConfigMap update of a cluster: a report.
 		updates := func(c *framework.Cluster) int {
 			return apiserverRequests(ctx, c, func(line string) bool {
 				return strings.Contains(line, `resource="configmaps"`) && strings.Contains(line, `subresource=""`) &&
 					(strings.Contains(line, `verb="PUT"`) || strings.Contains(line, `verb="PATCH"`) || strings.Contains(line, `verb="APPLY"`))
 			})
 		}
-		created, refused, attempted, deleted, updated := map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}
+		created, refused, attempted, updated := map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}
+		// What the wave's copies go through in each cluster, from now on:
+		// the request counters count every ConfigMap of a cluster, the
+		// host's control plane's own included.
+		writes := map[string]*framework.Writes{}
 		for _, c := range clusters {
 			created[c.Name] = requestCount(ctx, c, "POST", "configmaps", "201")
 			refused[c.Name] = requestCount(ctx, c, "POST", "configmaps", "409")
 			attempted[c.Name] = posts(c)
-			deleted[c.Name] = deletes(c)
 			updated[c.Name] = updates(c)
+			var err error
+			writes[c.Name], err = framework.WatchWrites(ctx, c, scaleNS, "wave-")
+			Expect(err).NotTo(HaveOccurred())
 		}
 		const n = 40
 		mk := func(i int) {
@@ -168,18 +170,25 @@ var _ = Describe("Scale-out", Ordered, func() {
 				posts(c)-attempted[c.Name], served, requestCount(ctx, c, "POST", "configmaps", "409")-refused[c.Name]))
 			Expect(framework.WaveCopies(ctx, c, scaleNS, "wave-")).To(Equal(n), c.Name)
 			// No copy created twice: no create refused as existing (a
-			// replica trying a copy another had made), none deleted to be
-			// made again, and at most one served create per copy. The
-			// killed replica's creates in flight may fail without effect
-			// (made again by the survivor) or be carried out after its
-			// client is gone and counted as a timeout (504), so requests
-			// and 201s need not add up to the copies exactly.
+			// replica trying a copy another had made), and each copy
+			// created once and never deleted to be made again. The killed
+			// replica's creates in flight may fail without effect (made
+			// again by the survivor) or be carried out after its client
+			// is gone and counted as a timeout (504), so requests and 201s
+			// need not add up to the copies exactly.
 			Expect(requestCount(ctx, c, "POST", "configmaps", "409")-refused[c.Name]).To(BeZero(), "creates refused as existing in %s", c.Name)
-			Expect(deletes(c)-deleted[c.Name]).To(BeZero(), "copies deleted in %s", c.Name)
+			Expect(writes[c.Name].Settle(ctx)).To(Succeed())
+			added, modified, deleted, err := writes[c.Name].Counts()
+			Expect(err).NotTo(HaveOccurred())
+			AddReportEntry("ConfigMap updates in "+c.Name, fmt.Sprintf("%d requests; copies of the wave updated: [%s]", updates(c)-updated[c.Name], framework.Names(modified)))
+			Expect(added).To(HaveLen(n), "copies created in %s", c.Name)
+			for name, times := range added {
+				Expect(times).To(Equal(1), "%s created in %s", name, c.Name)
+			}
+			Expect(deleted).To(BeEmpty(), "copies deleted in %s: %s", c.Name, framework.Names(deleted))
 			// Nor written twice: the survivor finds the copies the killed
 			// replica made up to date, in its cache or read back.
-			Expect(updates(c)-updated[c.Name]).To(BeZero(), "copies updated in %s", c.Name)
-			Expect(served).To(BeNumerically("<=", n), "creates served in %s", c.Name)
+			Expect(modified).To(BeEmpty(), "copies updated in %s: %s", c.Name, framework.Names(modified))
 		}
 	})
 
