@@ -47,11 +47,13 @@ func propagatingKey(ftc *corev1beta1.FederatedTypeConfig) string {
 // first served (after `helm install`, say), every create the policy
 // matches is refused with 503, whatever its failurePolicy. So a type is
 // listed only once its group-version is admissible: it has been served for
-// admissionSettle (servedSince), more than that poll period on any API
+// admissionSettle (servedFrom), more than that poll period on any API
 // server of the host whether or not the policy had loaded by then, and a
 // dry-run probe of it was not refused with 503 (a server whose poll fell
-// behind). A group-version a listed type already has is admissible at
-// once (`kubefedctl enable` of another type of types.kubefed.io).
+// behind) and was answered admissionSettle after it was served by the API
+// server's own clock (this controller's may run ahead). A group-version a
+// listed type already has is admissible at once (`kubefedctl enable` of
+// another type of types.kubefed.io).
 const (
 	admissionSettle     = 10 * time.Second
 	admissionProbeRetry = time.Second
@@ -111,7 +113,14 @@ func (r *Reconciler) publishPropagating(ctx context.Context, name string, curren
 	}
 	for gv, fts := range gvs {
 		if r.admission[gv] == nil {
-			r.admission[gv] = &gvAdmission{since: r.servedSince(ctx, fts[0], now)}
+			a := &gvAdmission{since: now}
+			if served, ok := r.servedFrom(ctx, fts[0]); ok {
+				a.served = served
+				if served.Before(now) {
+					a.since = served
+				}
+			}
+			r.admission[gv] = a
 		}
 	}
 	listed := func() map[string]string {
@@ -137,10 +146,16 @@ func (r *Reconciler) publishPropagating(ctx context.Context, name string, curren
 		if i := slices.IndexFunc(gvs[gv], corev1beta1.APIResource.Namespaced); i >= 0 {
 			ft = gvs[gv][i]
 		}
-		if r.admits(ctx, ft) {
-			a.admissible = true
-		} else {
+		admitted, at := r.admits(ctx, ft)
+		switch {
+		case !admitted:
 			a.refusedAt = now
+		case !at.IsZero() && !a.served.IsZero() && at.Sub(a.served) < admissionSettle:
+			// The API server's clock, which stamped the CRD, is behind
+			// this controller's: the wait runs by the server's clock.
+			a.since = now.Add(-at.Sub(a.served))
+		default:
+			a.admissible = true
 		}
 	}
 	if err := r.writePropagating(ctx, listed()); err != nil {
@@ -156,45 +171,48 @@ func (r *Reconciler) publishPropagating(ctx context.Context, name string, curren
 	return max(admissionSettle-now.Sub(a.since), admissionProbeRetry), nil
 }
 
-// servedSince is a time since which the API server has served ft's
-// group-version, at the latest now: when its CustomResourceDefinition was
-// Established, or its spec last written if later (a version may have been
-// added), a second later for the timestamps' resolution. A type whose CRD
-// has been served for a while (a restart, a new KubeFedConfig) then waits
-// for nothing. Read past the cache, which holds no CRDs.
-func (r *Reconciler) servedSince(ctx context.Context, ft corev1beta1.APIResource, now time.Time) time.Time {
+// servedFrom is a time since which the API server has served ft's
+// group-version, by the API server's clock: when its
+// CustomResourceDefinition was Established, or its spec last written if
+// later (a version may have been added), a second later for the
+// timestamps' resolution. A type whose CRD has been served for a while (a
+// restart, a new KubeFedConfig) then waits for nothing. ok is false when
+// the CRD is not found or not Established. Read past the cache, which
+// holds no CRDs.
+func (r *Reconciler) servedFrom(ctx context.Context, ft corev1beta1.APIResource) (served time.Time, ok bool) {
 	crd := &unstructured.Unstructured{}
 	crd.SetAPIVersion("apiextensions.k8s.io/v1")
 	crd.SetKind("CustomResourceDefinition")
 	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: ft.PluralName + "." + ft.Group}, crd); err != nil {
-		return now
+		return time.Time{}, false
 	}
 	status, _ := crd.Object["status"].(map[string]any)
 	established := jsonvalue.Condition(status, "Established")
 	if established == nil || established["status"] != "True" {
-		return now
+		return time.Time{}, false
 	}
 	since, err := time.Parse(time.RFC3339, fmt.Sprint(established["lastTransitionTime"]))
 	if err != nil {
-		return now
+		return time.Time{}, false
 	}
 	for _, f := range crd.GetManagedFields() {
 		if f.Subresource == "" && f.Time != nil && f.Time.After(since) {
 			since = f.Time.Time
 		}
 	}
-	if since = since.Add(time.Second); since.After(now) {
-		return now
-	}
-	return since
+	return since.Add(time.Second), true
 }
 
 // gvAdmission is what this leader knows of a federated group-version's
 // admission (publishPropagating).
 type gvAdmission struct {
-	// since is when it was served from (servedSince), as this leader
-	// first found it.
+	// since is when this leader's wait started, by its clock: when the
+	// group-version was served from (servedFrom) or, if that is later or
+	// unknown, when this leader first found it.
 	since time.Time
+	// served is when it was served from by the API server's clock; zero
+	// when unknown.
+	served time.Time
 	// refusedAt is when a probe of it was last refused with 503.
 	refusedAt time.Time
 	// admissible: its types are listed.
@@ -223,8 +241,9 @@ func (r *Reconciler) trustListed(ctx context.Context, types map[string]*corev1be
 // not served. Any other answer (the object refused as invalid: validation
 // comes after the mutating policies; the policy not installed; this
 // controller not allowed to probe; a timeout) leaves the decision to
-// admissionSettle, which has passed.
-func (r *Reconciler) admits(ctx context.Context, ft corev1beta1.APIResource) bool {
+// admissionSettle, which has passed. at is the API server's time of an
+// accepted probe (the dry run's creationTimestamp), zero otherwise.
+func (r *Reconciler) admits(ctx context.Context, ft corev1beta1.APIResource) (admitted bool, at time.Time) {
 	ctx, cancel := context.WithTimeout(ctx, admissionProbeLimit)
 	defer cancel()
 	probe := &unstructured.Unstructured{}
@@ -238,21 +257,21 @@ func (r *Reconciler) admits(ctx context.Context, ft corev1beta1.APIResource) boo
 	err := r.Client.Create(ctx, probe, client.DryRunAll)
 	switch {
 	case err == nil:
-		return true
+		return true, probe.GetCreationTimestamp().Time
 	case apierrors.IsServiceUnavailable(err), apierrors.IsNotFound(err), meta.IsNoMatchError(err):
 		logf.FromContext(ctx).V(1).Info("The API server cannot apply the sync-finalizer policy to the group-version yet; not listed",
 			"type", ft.PluralName+"."+ft.Group, "err", err.Error())
-		return false
+		return false, time.Time{}
 	case apierrors.IsForbidden(err):
 		// Once per group-version and term: this controller's rights lack
 		// create on the federated types (the chart's have it).
 		logf.FromContext(ctx).Info("Cannot probe whether the API server can apply the sync-finalizer policy to the group-version; listing it",
 			"type", ft.PluralName+"."+ft.Group, "err", err.Error())
-		return true
+		return true, time.Time{}
 	default:
 		logf.FromContext(ctx).V(1).Info("Probe of the sync-finalizer policy refused; listing the group-version",
 			"type", ft.PluralName+"."+ft.Group, "err", err.Error())
-		return true
+		return true, time.Time{}
 	}
 }
 

@@ -50,25 +50,15 @@ func TestTypesListedOnceAdmissible(t *testing.T) {
 	var mu sync.Mutex
 	answer := map[string]error{} // by federated group-version
 	var probes []string
-	c := fake.NewClientBuilder().WithScheme(framework.Scheme()).
-		WithObjects(namespaces, clusterroles, widgets).
-		WithStatusSubresource(&corev1beta1.FederatedTypeConfig{}).
-		WithInterceptorFuncs(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			gvk := obj.GetObjectKind().GroupVersionKind()
-			if gvk.Group == "" {
-				return c.Create(ctx, obj, opts...)
-			}
-			create := &client.CreateOptions{}
-			create.ApplyOptions(opts)
-			if _, probe := obj.GetAnnotations()[corev1beta1.AdmissionProbeAnnotation]; !probe ||
-				!slices.Equal(create.DryRun, []string{metav1.DryRunAll}) || obj.GetGenerateName() == "" {
-				t.Errorf("a create of %s that is not a dry-run probe: dry run %v, annotations %v", gvk.Kind, create.DryRun, obj.GetAnnotations())
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			probes = append(probes, gvk.Kind+" in "+obj.GetNamespace())
-			return answer[gvk.GroupVersion().String()]
-		}}).Build()
+	c := probedClient(&mu, func(obj client.Object, create *client.CreateOptions) error {
+		gvk := obj.GetObjectKind().GroupVersionKind()
+		if _, probe := obj.GetAnnotations()[corev1beta1.AdmissionProbeAnnotation]; !probe ||
+			!slices.Equal(create.DryRun, []string{metav1.DryRunAll}) || obj.GetGenerateName() == "" {
+			t.Errorf("a create of %s that is not a dry-run probe: dry run %v, annotations %v", gvk.Kind, create.DryRun, obj.GetAnnotations())
+		}
+		probes = append(probes, gvk.Kind+" in "+obj.GetNamespace())
+		return answer[gvk.GroupVersion().String()]
+	}, namespaces, clusterroles, widgets)
 	r := &Reconciler{Client: c, APIReader: c, Namespace: ns}
 	ctx := context.Background()
 	publish := func(current *corev1beta1.FederatedTypeConfig) (time.Duration, []string, []string) {
@@ -177,27 +167,12 @@ func TestTypeServedLongAgoListedAtOnce(t *testing.T) {
 	const ns = corev1beta1.DefaultKubeFedNamespace
 	old := runningType("olds.example.com", "old.example.com", "v1", "FederatedOld", "federatedolds", corev1beta1.NamespaceScope)
 	fresh := runningType("freshes.example.com", "fresh.example.com", "v1", "FederatedFresh", "federatedfreshes", corev1beta1.NamespaceScope)
-	crd := func(name string, established time.Time) *apiextensionsv1.CustomResourceDefinition {
-		c := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		c.Status.Conditions = []apiextensionsv1.CustomResourceDefinitionCondition{
-			{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionTrue, LastTransitionTime: metav1.NewTime(established)},
-		}
-		return c
-	}
 	var mu sync.Mutex
 	var probes []string
-	c := fake.NewClientBuilder().WithScheme(framework.Scheme()).
-		WithObjects(old, fresh, crd("federatedolds.old.example.com", time.Now().Add(-time.Hour)), crd("federatedfreshes.fresh.example.com", time.Now())).
-		WithStatusSubresource(&corev1beta1.FederatedTypeConfig{}, &apiextensionsv1.CustomResourceDefinition{}).
-		WithInterceptorFuncs(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			if obj.GetObjectKind().GroupVersionKind().Group == "" {
-				return c.Create(ctx, obj, opts...)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			probes = append(probes, obj.GetObjectKind().GroupVersionKind().Kind)
-			return nil
-		}}).Build()
+	c := probedClient(&mu, func(obj client.Object, _ *client.CreateOptions) error {
+		probes = append(probes, obj.GetObjectKind().GroupVersionKind().Kind)
+		return nil
+	}, old, fresh, establishedCRD("federatedolds.old.example.com", time.Now().Add(-time.Hour)), establishedCRD("federatedfreshes.fresh.example.com", time.Now()))
 	r := &Reconciler{Client: c, APIReader: c, Namespace: ns}
 	ctx := context.Background()
 	wait, err := r.publishPropagating(ctx, old.Name, old)
@@ -222,4 +197,93 @@ func TestTypeServedLongAgoListedAtOnce(t *testing.T) {
 	if a := r.admission["fresh.example.com/v1"]; a == nil || time.Since(a.since) > time.Minute {
 		t.Errorf("the fresh type's group-version: %+v, want it served from about now", a)
 	}
+}
+
+// TestWaitRunsByTheAPIServersClock: a controller whose clock runs ahead of
+// the API server's does not list a type before the server has served it
+// for admissionSettle by its own clock, which the probe's answer gives.
+func TestWaitRunsByTheAPIServersClock(t *testing.T) {
+	const ns = corev1beta1.DefaultKubeFedNamespace
+	const skew = 20 * time.Second
+	ahead := runningType("aheads.example.com", "ahead.example.com", "v1", "FederatedAhead", "federatedaheads", corev1beta1.NamespaceScope)
+	// Established now by the server's clock, skew ago by this controller's.
+	established := time.Now().Add(-skew).Truncate(time.Second)
+	var mu sync.Mutex
+	serverNow := established.Add(3 * time.Second)
+	probes := 0
+	c := probedClient(&mu, func(obj client.Object, _ *client.CreateOptions) error {
+		probes++
+		// The API server stamps a dry run as it would the object.
+		obj.SetCreationTimestamp(metav1.NewTime(serverNow))
+		return nil
+	}, ahead, establishedCRD("federatedaheads.ahead.example.com", established))
+	r := &Reconciler{Client: c, APIReader: c, Namespace: ns}
+	ctx := context.Background()
+	listed := func() []string {
+		t.Helper()
+		cm := &corev1.ConfigMap{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: corev1beta1.PropagatingTypesConfigMap}, cm); err != nil {
+			t.Fatal(err)
+		}
+		return slices.Sorted(maps.Keys(cm.Data))
+	}
+
+	// By this controller's clock the type has been served for 20 s; the
+	// probe's answer says 3 s: not listed, and the reconcile comes back
+	// when the server's 10 s are up (one more for the stamps' resolution).
+	wait, err := r.publishPropagating(ctx, ahead.Name, ahead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := listed(); len(got) != 0 {
+		t.Errorf("listed %v after 3 s by the server's clock", got)
+	}
+	if wait < admissionSettle-3*time.Second || wait > admissionSettle-time.Second {
+		t.Errorf("come back after %v, want 7–9 s", wait)
+	}
+	// No probe before then.
+	if _, err := r.publishPropagating(ctx, ahead.Name, ahead); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if probes != 1 {
+		t.Errorf("%d probes before the server's wait is up, want 1", probes)
+	}
+	// The server's 10 s are up.
+	serverNow = established.Add(admissionSettle + time.Second)
+	mu.Unlock()
+	r.admission["ahead.example.com/v1"].since = time.Now().Add(-admissionSettle)
+	if wait, err = r.publishPropagating(ctx, ahead.Name, ahead); err != nil {
+		t.Fatal(err)
+	}
+	if got := listed(); !slices.Equal(got, []string{"federatedaheads.ahead.example.com"}) || wait != 0 {
+		t.Errorf("once served 11 s by the server's clock: listed %v, come back after %v; want the type, 0", got, wait)
+	}
+}
+
+// probedClient is a fake host holding objs, where a create of a federated
+// object, a probe, is answered by probe, with mu held, and not made.
+func probedClient(mu *sync.Mutex, probe func(obj client.Object, create *client.CreateOptions) error, objs ...client.Object) client.WithWatch {
+	return fake.NewClientBuilder().WithScheme(framework.Scheme()).
+		WithObjects(objs...).
+		WithStatusSubresource(&corev1beta1.FederatedTypeConfig{}, &apiextensionsv1.CustomResourceDefinition{}).
+		WithInterceptorFuncs(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if obj.GetObjectKind().GroupVersionKind().Group == "" {
+				return c.Create(ctx, obj, opts...)
+			}
+			create := &client.CreateOptions{}
+			create.ApplyOptions(opts)
+			mu.Lock()
+			defer mu.Unlock()
+			return probe(obj, create)
+		}}).Build()
+}
+
+// establishedCRD is a CustomResourceDefinition Established at at.
+func establishedCRD(name string, at time.Time) *apiextensionsv1.CustomResourceDefinition {
+	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	crd.Status.Conditions = []apiextensionsv1.CustomResourceDefinitionCondition{
+		{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionTrue, LastTransitionTime: metav1.NewTime(at)},
+	}
+	return crd
 }
