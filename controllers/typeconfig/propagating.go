@@ -55,9 +55,15 @@ func propagatingKey(ftc *corev1beta1.FederatedTypeConfig) string {
 // listed type already has is admissible at once (`kubefedctl enable` of
 // another type of types.kubefed.io).
 const (
-	admissionSettle     = 10 * time.Second
-	admissionProbeRetry = time.Second
-	admissionProbeLimit = 10 * time.Second
+	admissionSettle = 10 * time.Second
+	// A refused group-version is probed again after admissionProbeRetry,
+	// doubled with each refusal in a row up to admissionProbeRetryMax.
+	admissionProbeRetry    = time.Second
+	admissionProbeRetryMax = 30 * time.Second
+	// admissionRefusalsTold refusals in a row, past admissionSettle, are
+	// not the API server's poll falling behind: they are logged.
+	admissionRefusalsTold = 5
+	admissionProbeLimit   = 10 * time.Second
 )
 
 // publishPropagating writes the ConfigMap of the types that propagate and
@@ -137,7 +143,7 @@ func (r *Reconciler) publishPropagating(ctx context.Context, name string, curren
 	// admissionSettle has not already.
 	for _, gv := range slices.Sorted(maps.Keys(gvs)) {
 		a := r.admission[gv]
-		if a.admissible || now.Sub(a.since) < admissionSettle || now.Sub(a.refusedAt) < admissionProbeRetry {
+		if a.admissible || now.Before(a.next()) {
 			continue
 		}
 		// A namespaced type is probed where this controller may create
@@ -150,6 +156,10 @@ func (r *Reconciler) publishPropagating(ctx context.Context, name string, curren
 		switch {
 		case !admitted:
 			a.refusedAt = now
+			if a.refusals++; a.refusals == admissionRefusalsTold {
+				logf.FromContext(ctx).Info("The API server still cannot apply the sync-finalizer policy to the group-version; until it can, its new objects get the finalizer from the engine",
+					"type", ft.PluralName+"."+ft.Group, "refusals", a.refusals, "nextProbeIn", a.retryAfter().String())
+			}
 		case !at.IsZero() && !a.served.IsZero() && at.Sub(a.served) < admissionSettle:
 			// The API server's clock, which stamped the CRD, is behind
 			// this controller's: the wait runs by the server's clock.
@@ -168,7 +178,7 @@ func (r *Reconciler) publishPropagating(ctx context.Context, name string, curren
 	if a.admissible {
 		return 0, nil
 	}
-	return max(admissionSettle-now.Sub(a.since), admissionProbeRetry), nil
+	return max(a.next().Sub(now), admissionProbeRetry), nil
 }
 
 // servedFrom is a time since which the API server has served ft's
@@ -213,10 +223,32 @@ type gvAdmission struct {
 	// served is when it was served from by the API server's clock; zero
 	// when unknown.
 	served time.Time
-	// refusedAt is when a probe of it was last refused with 503.
+	// refusedAt is when a probe of it was last refused with 503, and
+	// refusals how many were in a row.
 	refusedAt time.Time
+	refusals  int
 	// admissible: its types are listed.
 	admissible bool
+}
+
+// retryAfter is how long after the last refusal the group-version is
+// probed again: none before a refusal, then admissionProbeRetry, doubled
+// with each refusal in a row up to admissionProbeRetryMax.
+func (a *gvAdmission) retryAfter() time.Duration {
+	if a.refusals == 0 {
+		return 0
+	}
+	return min(admissionProbeRetry<<min(a.refusals-1, 8), admissionProbeRetryMax)
+}
+
+// next is when the group-version may be probed: once served for
+// admissionSettle, and its last refusal's retryAfter later.
+func (a *gvAdmission) next() time.Time {
+	next := a.since.Add(admissionSettle)
+	if retry := a.refusedAt.Add(a.retryAfter()); retry.After(next) {
+		return retry
+	}
+	return next
 }
 
 // trustListed takes the group-versions of the types the ConfigMap lists,

@@ -287,3 +287,56 @@ func establishedCRD(name string, at time.Time) *apiextensionsv1.CustomResourceDe
 	}
 	return crd
 }
+
+// TestRefusedGroupVersionProbedLessOften: a group-version whose probes the
+// API server keeps refusing is probed after 1, 2, 4, 8, 16 and then every
+// 30 s, and its reconcile comes back for each probe; it stays unlisted.
+func TestRefusedGroupVersionProbedLessOften(t *testing.T) {
+	const ns = corev1beta1.DefaultKubeFedNamespace
+	refused := runningType("refuseds.example.com", "refused.example.com", "v1", "FederatedRefused", "federatedrefuseds", corev1beta1.NamespaceScope)
+	var mu sync.Mutex
+	probes := 0
+	c := probedClient(&mu, func(client.Object, *client.CreateOptions) error {
+		probes++
+		return apierrors.NewServiceUnavailable("Resource kind refused.example.com/v1, Kind=FederatedRefused not found")
+	}, refused, establishedCRD("federatedrefuseds.refused.example.com", time.Now().Add(-time.Hour)))
+	r := &Reconciler{Client: c, APIReader: c, Namespace: ns}
+	ctx := context.Background()
+	publish := func() time.Duration {
+		t.Helper()
+		wait, err := r.publishPropagating(ctx, refused.Name, refused)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return wait
+	}
+	probed := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return probes
+	}
+	for i, want := range []time.Duration{1, 2, 4, 8, 16, 30, 30} {
+		want *= time.Second
+		if wait := publish(); wait != want {
+			t.Errorf("refusal %d: come back after %v, want %v", i+1, wait, want)
+		}
+		if got := probed(); got != i+1 {
+			t.Fatalf("refusal %d: %d probes, want %d", i+1, got, i+1)
+		}
+		// Not probed again just before that.
+		a := r.admission["refused.example.com/v1"]
+		a.refusedAt = a.refusedAt.Add(-want + 200*time.Millisecond)
+		publish()
+		if got := probed(); got != i+1 {
+			t.Fatalf("%v after refusal %d: probed again", want-200*time.Millisecond, i+1)
+		}
+		a.refusedAt = a.refusedAt.Add(-200 * time.Millisecond)
+	}
+	cm := &corev1.ConfigMap{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: corev1beta1.PropagatingTypesConfigMap}, cm); err != nil {
+		t.Fatal(err)
+	}
+	if len(cm.Data) != 0 {
+		t.Errorf("listed %v while refused", cm.Data)
+	}
+}
