@@ -73,10 +73,11 @@ func (m *fakeMember) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	switch memberMode(m.mode.Load()) {
 	case modeHang:
-		select {
-		case <-r.Context().Done():
-		case <-m.release:
-		}
+		// Hung for good, until the test ends: a handler that returned when
+		// the request's context ended answered 200 with no body, which a
+		// client could still read (CI saw "/readyz responded without ok"
+		// once where a timeout was due).
+		<-m.release
 	case modeUnhealthy:
 		http.Error(w, "[+]ping ok\n[-]etcd failed: reason withheld\nreadyz check failed", http.StatusInternalServerError)
 	default:
