@@ -125,14 +125,26 @@ func TestReleaseManifestInstall(t *testing.T) {
 		t.Errorf("KubeFedConfig scope %s, want Cluster", cfg.Spec.Scope)
 	}
 	// The controller-manager wrote every gate itself; the manifest's
-	// admission policy fills them back in when a write leaves them out.
-	cfg.Spec.FeatureGates = []corev1beta1.FeatureGatesConfig{{Name: corev1beta1.SchedulerPreferences, Configuration: corev1beta1.Disabled}}
-	if err := fw.Host.Client.Update(ctx, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	if len(cfg.Spec.FeatureGates) != 5 {
-		t.Errorf("after an update with one gate, the stored KubeFedConfig has %v: want every gate (the manifest's MutatingAdmissionPolicy)", cfg.Spec.FeatureGates)
-	}
+	// admission policy fills them back in when a write leaves them out,
+	// keeping the gate given. An API server loads a policy some time after
+	// it is created (a write before that passes as it is, and the
+	// controller-manager defaults what it reads the same way), so the
+	// update is made again until the policy acts on it.
+	eventually(t, time.Minute, "an update with one gate stored with every gate (the manifest's MutatingAdmissionPolicy)", func() (bool, string) {
+		if err := fw.Host.Client.Get(ctx, client.ObjectKeyFromObject(&cfg), &cfg); err != nil {
+			return false, err.Error()
+		}
+		cfg.Spec.FeatureGates = []corev1beta1.FeatureGatesConfig{{Name: corev1beta1.SchedulerPreferences, Configuration: corev1beta1.Disabled}}
+		if err := fw.Host.Client.Update(ctx, &cfg); err != nil {
+			return false, err.Error()
+		}
+		gates := map[corev1beta1.FeatureGate]corev1beta1.Mode{}
+		for _, g := range cfg.Spec.FeatureGates {
+			gates[g.Name] = g.Configuration
+		}
+		return len(cfg.Spec.FeatureGates) == 5 && gates[corev1beta1.SchedulerPreferences] == corev1beta1.Disabled,
+			fmt.Sprintf("stored %v", cfg.Spec.FeatureGates)
+	})
 	cfg.Spec.FeatureGates = nil
 	if err := fw.Host.Client.Update(ctx, &cfg); err != nil {
 		t.Fatal(err)
