@@ -371,17 +371,9 @@ var _ = Describe("Pull mode", Ordered, func() {
 		served := requestCount(ctx, member2, "POST", "configmaps", "201") - created
 		AddReportEntry("creates in "+member2.Name, fmt.Sprintf("%d served (201) for %d copies", served, n))
 		Expect(requestCount(ctx, member2, "POST", "configmaps", "409")-refused).To(BeZero(), "creates refused as existing")
-		Expect(writes.Settle(ctx)).To(Succeed())
-		added, modified, deleted, err := writes.Counts()
-		Expect(err).NotTo(HaveOccurred())
-		Expect(added).To(HaveLen(n), "copies created")
-		for name, times := range added {
-			Expect(times).To(Equal(1), "%s created", name)
-		}
-		Expect(deleted).To(BeEmpty(), "copies deleted: %s", framework.Names(deleted))
 		// Nor written twice: the agent started again finds the copies up
 		// to date.
-		Expect(modified).To(BeEmpty(), "copies updated: %s", framework.Names(modified))
+		expectEachWrittenOnce(ctx, writes, n, member2.Name)
 	})
 
 	It("is NotReady while its agent is gone, through the missing heartbeat, and Ready when it returns", func(ctx context.Context) {

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
+	"github.com/kubefed-io/kubefed/pkg/fedstatus"
 )
 
 // PropagationState renders a federated object's Propagation condition and
@@ -21,14 +22,11 @@ func PropagationState(u *unstructured.Unstructured) string {
 		return "absent"
 	}
 	var b strings.Builder
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == "Propagation" {
-			fmt.Fprintf(&b, "%v", m["status"])
-			if r, ok := m["reason"].(string); ok && r != "" {
-				fmt.Fprintf(&b, "/%s", r)
-			}
+	status, _ := u.Object["status"].(map[string]any)
+	if m := fedstatus.PropagationCondition(status); m != nil {
+		fmt.Fprintf(&b, "%v", m["status"])
+		if r, ok := m["reason"].(string); ok && r != "" {
+			fmt.Fprintf(&b, "/%s", r)
 		}
 	}
 	b.WriteString("|")
