@@ -90,6 +90,11 @@ type Options struct {
 	// mode; empty, or otherwise, they are written as a merge patch guarded
 	// by the object's resourceVersion.
 	StatusManager string
+	// Peers, with a Shard, reach the other replicas: the replica that
+	// hashing names for an object writes its whole status and records its
+	// events, from the entries and events the others send it
+	// (peerstatus.go). Nil: each replica writes its own entries.
+	Peers PeerChannel
 	// Log receives the engine's logs.
 	Log logr.Logger
 }
@@ -130,6 +135,9 @@ type Engine struct {
 
 	mu      gosync.RWMutex
 	workers map[string]*typeWorker
+
+	// outbox batches messages to the other replicas (with Peers).
+	outbox *peerOutbox
 
 	dispatchMu  gosync.Mutex
 	dispatchers map[string]*clusterDispatcher
@@ -192,7 +200,10 @@ func NewEngine(ctx context.Context, o Options) (*Engine, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	events := record.NewBroadcaster(record.WithContext(ctx))
 	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
-	return &Engine{
+	if o.Shard == nil || o.Agent {
+		o.Peers = nil
+	}
+	e := &Engine{
 		opts: o, host: host, kube: kube, events: events,
 		ctx: ctx, cancel: cancel,
 		workers:       map[string]*typeWorker{},
@@ -203,7 +214,9 @@ func NewEngine(ctx context.Context, o Options) (*Engine, error) {
 		actedReady:    map[string]bool{},
 		fullFanOut:    map[string]bool{},
 		spells:        map[string]*unreadySpell{},
-	}, nil
+	}
+	e.outbox = newPeerOutbox(e)
+	return e, nil
 }
 
 // bulkStatusWrites is how many status writes of bulk work (the objects a

@@ -77,6 +77,23 @@ var (
 		Name: "kubefed_status_writes_total",
 		Help: "Status writes to federated objects.",
 	})
+	// The peer channel between scaled-out replicas (peerstatus.go).
+	peerReportsSent = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "kubefed_peer_reports_sent_total",
+		Help: "Status entries of a federated object sent to the replica that writes its status, instead of written here.",
+	})
+	peerReportsTaken = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "kubefed_peer_reports_taken_total",
+		Help: "Status entries of a federated object another replica sent this one to write.",
+	})
+	peerSendFailures = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "kubefed_peer_send_failures_total",
+		Help: "Messages to another replica that could not be delivered; their entries and events were written here.",
+	})
+	peerFallbacks = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "kubefed_peer_fallbacks_total",
+		Help: "Status entries sent twice to the replica that writes the object's status without the host showing them, then written here.",
+	})
 )
 
 // observeDispatch records one member write's duration and, if it failed, why.
@@ -91,5 +108,6 @@ func observeDispatch(cluster, action string, start time.Time, err error) {
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(reconcileDuration, dispatchDuration, propagationLatency, dispatchInFlight,
-		clusterWriteDuration, clusterWriteErrors, statusWrites, statusConflicts, bulkWaiting, bulkWorkerReturns, copyChecks)
+		clusterWriteDuration, clusterWriteErrors, statusWrites, statusConflicts, bulkWaiting, bulkWorkerReturns, copyChecks,
+		peerReportsSent, peerReportsTaken, peerSendFailures, peerFallbacks)
 }

@@ -151,6 +151,7 @@ func (w *typeWorker) forgetGone(key string) {
 	delete(w.statusWritten, key)
 	delete(w.released, key)
 	w.statusMu.Unlock()
+	w.forgetPeer(key)
 }
 
 // hashedHere reports whether this replica is the one that hashing the
@@ -534,7 +535,7 @@ func (w *typeWorker) create(ctx context.Context, fed *unstructured.Unstructured,
 	if err == nil {
 		w.observeWrite(fed)
 		w.remember(cluster, fed, hash, created.GetResourceVersion())
-		w.events.record(fed, EventCreateInCluster, "Creating", w.target.kind, name, cluster, "")
+		w.recordEvent(fed, EventCreateInCluster, "Creating", w.target.kind, name, cluster, "")
 		out.remote, out.counts = w.remoteStatus(created), w.countsOf(created)
 		out.checked, out.unobserved = fingerprint(created), !w.observed(created)
 		return out
@@ -641,7 +642,7 @@ func (w *typeWorker) update(ctx context.Context, fed *unstructured.Unstructured,
 	if adopting {
 		note = adoptedNote
 	}
-	w.events.record(fed, EventUpdateInCluster, "Updating", w.target.kind, name, cluster, note)
+	w.recordEvent(fed, EventUpdateInCluster, "Updating", w.target.kind, name, cluster, note)
 	out.remote, out.counts = w.remoteStatus(updated), w.countsOf(updated)
 	out.checked, out.unobserved = fingerprint(updated), !w.observed(updated)
 	return out
@@ -703,7 +704,7 @@ func (w *typeWorker) deleteCopy(ctx context.Context, fed *unstructured.Unstructu
 		return out
 	}
 	w.forget(cluster, fed)
-	w.events.record(fed, EventDeleteInCluster, "Deleting", w.target.kind, current.GetName(), cluster, "")
+	w.recordEvent(fed, EventDeleteInCluster, "Deleting", w.target.kind, current.GetName(), cluster, "")
 	// The member's watch is about to show the copy gone: the status write
 	// waits for it (within statusHold of the answer), rather than saying
 	// WaitingForRemoval and then writing again.
@@ -742,7 +743,7 @@ func (w *typeWorker) removeLabel(ctx context.Context, fed *unstructured.Unstruct
 	}
 	w.forgetKey(cluster, w.memberKey(obj))
 	if fed != nil {
-		w.events.record(fed, EventRemoveManagedLabelFromInCluster, "Removing managed label from", w.target.kind, obj.GetName(), cluster, "")
+		w.recordEvent(fed, EventRemoveManagedLabelFromInCluster, "Removing managed label from", w.target.kind, obj.GetName(), cluster, "")
 	}
 	return out
 }

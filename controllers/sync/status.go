@@ -300,6 +300,9 @@ func (w *typeWorker) syncStatus(ctx context.Context, key string, bulk bool) (tim
 		w.forgetPullEntries(fed.GetUID())
 		return 0, w.releaseFinalizer(ctx, key, fed, st.leftBehind)
 	}
+	if wait := w.gatherPeers(key, fed, keep); wait > 0 {
+		return wait, nil
+	}
 	failed := false
 	for _, o := range v.outcomes {
 		failed = failed || o.status != ""
@@ -349,7 +352,11 @@ func (w *typeWorker) othersHold(ctx context.Context, fed *unstructured.Unstructu
 	// the deletion timeout its copy is left behind, as on any member that
 	// is not ready.
 	expired := time.Since(fed.GetDeletionTimestamp().Time) > w.e.opts.NotReadyClusterDeletionTimeout
-	entries, _, _ := unstructured.NestedSlice(fed.Object, "status", "clusters")
+	status, _ := fed.Object["status"].(map[string]any)
+	// Entries other replicas sent this one, as their owner, say sooner
+	// than the host that their copies are gone.
+	status, _ = w.withPeerEntries(objectKey(fed), fed.GetUID(), status, keep)
+	entries, _ := status["clusters"].([]any)
 	listed := map[string]bool{}
 	for _, e := range entries {
 		if m, ok := e.(map[string]any); ok {
@@ -532,17 +539,38 @@ func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructu
 		old = rec.status
 	}
 	// The status our members' outcomes make of old, whose other entries
-	// are kept.
+	// are kept, or taken from what the other replicas sent when this one
+	// writes the object's status for them (used: peerstatus.go).
+	var used map[string]uint64
 	statusOf := func(old map[string]any) map[string]any {
 		all := outcomes
 		if keep != nil && reason == "" {
+			old, used = w.withPeerEntries(key, fed.GetUID(), old, keep)
 			all = append(slices.Clone(outcomes), othersOutcomes(old, keep)...)
 		}
 		return buildStatus(old, fed.GetGeneration(), all, reason, message, time.Now(), w.aggregation)
 	}
 	status := statusOf(old)
 	if sameStatus(old, status) {
+		w.wrotePeerEntries(key, used)
+		if w.e.opts.Peers != nil {
+			w.forgetSent(key)
+		}
 		return 0, nil
+	}
+	if keep != nil && reason == "" && w.e.opts.Peers != nil && !w.e.anyPulled() {
+		// Another replica writes this object's status: it gets our
+		// entries.
+		if requeue, done := w.reportToOwner(key, fed, old, status, keep, bulk); done {
+			return requeue, nil
+		}
+	}
+	// The entries this write carries: ours, or, on the replica that writes
+	// the object's status for every replica, all of them (an apply that
+	// left out an entry it applied before would remove it).
+	carries := keep
+	if keep != nil && w.owns(key) {
+		carries = func(string) bool { return true }
 	}
 	if reason != "" && (fedstatus.PropagationCondition(old) == nil || fedstatus.PropagationCondition(old)["reason"] != reason) {
 		w.recorder.Eventf(fed, corev1.EventTypeWarning, reason, "%s", message)
@@ -568,11 +596,42 @@ func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructu
 	} else {
 		w.e.bulk.prompt()
 	}
+	// Others' entries the host cache shows hold digests of their remote
+	// statuses, which no write may carry: fromLive computes the status
+	// again from the object as it is now, and says whether it still needs
+	// writing.
+	fromLive := func() (bool, error) {
+		live, err := w.hostResource(fed.GetNamespace()).Get(ctx, fed.GetName(), metav1.GetOptions{})
+		if err != nil {
+			if isGone(err) {
+				return false, nil
+			}
+			return false, fmt.Errorf("read for the status write: %w", err)
+		}
+		if live.GetUID() != fed.GetUID() || live.GetGeneration() != fed.GetGeneration() {
+			// Replaced, or changed since planned: planned again.
+			return false, nil
+		}
+		fed = live
+		old, _ = fed.Object["status"].(map[string]any)
+		status = statusOf(old)
+		if sameStatus(old, status) {
+			w.wrotePeerEntries(key, used)
+			return false, nil
+		}
+		return true, nil
+	}
 	// Agents write their entries with guarded merge patches, which own
 	// only what they change: an apply dropping an entry one took over
 	// would remove it. So entries are applied only without Pull members.
 	if keep != nil && w.applyStatus && !w.e.anyPulled() {
-		updated, done, err := w.applyOwnStatus(ctx, fed, status, keep)
+		if carriesDigests(ownPart(status, carries)) {
+			// The replica writing every entry applies the others' too.
+			if write, err := fromLive(); !write || err != nil {
+				return 0, err
+			}
+		}
+		updated, done, err := w.applyOwnStatus(ctx, fed, status, carries)
 		if err != nil {
 			if isGone(err) {
 				return 0, nil
@@ -582,6 +641,7 @@ func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructu
 		got, _ := updated.Object["status"].(map[string]any)
 		w.noteStatusWrite(key, fed, updated, got)
 		if done {
+			w.wrotePeerEntries(key, used)
 			return 0, nil
 		}
 		// Another field manager's field is in our part: write it the
@@ -595,24 +655,8 @@ func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructu
 		}
 	}
 	if carriesDigests(status) {
-		// Others' entries came from the host cache, which holds digests of
-		// their remote statuses: write from the object as it is now.
-		live, err := w.hostResource(fed.GetNamespace()).Get(ctx, fed.GetName(), metav1.GetOptions{})
-		if err != nil {
-			if isGone(err) {
-				return 0, nil
-			}
-			return 0, fmt.Errorf("read for the status write: %w", err)
-		}
-		if live.GetUID() != fed.GetUID() || live.GetGeneration() != fed.GetGeneration() {
-			// Replaced, or changed since planned: planned again.
-			return 0, nil
-		}
-		fed = live
-		old, _ = fed.Object["status"].(map[string]any)
-		status = statusOf(old)
-		if sameStatus(old, status) {
-			return 0, nil
+		if write, err := fromLive(); !write || err != nil {
+			return 0, err
 		}
 	}
 	patch := mergePatch(old, status)
@@ -641,6 +685,7 @@ func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructu
 		return 0, fmt.Errorf("write status: %w", err)
 	}
 	w.noteStatusWrite(key, fed, updated, status)
+	w.wrotePeerEntries(key, used)
 	return 0, nil
 }
 

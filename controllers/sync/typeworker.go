@@ -107,6 +107,13 @@ type typeWorker struct {
 
 	statusMu      gosync.Mutex
 	statusWritten map[string]statusRecord
+
+	// peerMu guards what was sent to other replicas of objects they own
+	// and what they sent of objects this replica owns (peerstatus.go).
+	peerMu   gosync.Mutex
+	peerSent map[string]peerSent
+	peerIn   map[string]*peerHeld
+	peerSeq  uint64
 	// released is the UID of each object whose finalizer this engine
 	// removed, until the cache shows the object gone: events the cache
 	// delivers meanwhile must not release it again.
@@ -183,6 +190,8 @@ func newTypeWorker(e *Engine, ftc *corev1beta1.FederatedTypeConfig) (*typeWorker
 		states:        map[string]*objectState{},
 		statusWritten: map[string]statusRecord{},
 		released:      map[string]types.UID{},
+		peerSent:      map[string]peerSent{},
+		peerIn:        map[string]*peerHeld{},
 	}
 	if e.opts.StatusManager != "" && e.opts.Shard != nil && !e.opts.Agent {
 		w.applyStatus = e.statusClustersKeyed(w.fedGVR)

@@ -90,6 +90,7 @@ type options struct {
 	scenarios        map[string]bool
 	isolationN       int
 	scaleN           int
+	peers            bool
 	flipN            int
 	flipMode         string
 	flipPairs        int
@@ -120,6 +121,7 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.flipDown, "flip-down", 0, "how long the flipping member is kept NotReady once the control plane shows it so; 0 brings it back at once, and how long it stays NotReady then depends on the health probes (a flip past -unavailable-delay needs a longer one)")
 	fs.DurationVar(&o.unavailableDelay, "unavailable-delay", 0, "KubeFedConfig controllerDuration.unavailableDelay: how long a member may be NotReady before its objects are planned again without it; 0 for the default (60s), which a flip shorter than it never reaches")
 	fs.IntVar(&o.scaleN, "scale-n", 300, "FederatedDeployments, and as many FederatedConfigMaps, per scale-out wave")
+	fs.BoolVar(&o.peers, "peers", true, "scale-out replicas reach each other (--peer-bind-address=127.0.0.1:0): one writes each object's status and events; false: each writes its own")
 	fs.IntVar(&o.syncWorkers, "sync-workers", 16, "KubeFedConfig syncController.maxConcurrentReconciles")
 	fs.BoolVar(&o.finalizerPolicy, "sync-finalizer-policy", true, "install config/admission/sync-finalizer.yaml as the chart does: the API server adds the sync controller's finalizer to new federated objects, not the controller-manager")
 	fs.BoolVar(&o.statusCollection, "status-collection", true, "KubeFedConfig feature gate RawResourceStatusCollection")

@@ -66,6 +66,9 @@ func (r *runner) scaleOut(ctx context.Context) error {
 		// The -cm-args go to every replica: an address such as
 		// --pprof-addr=127.0.0.1:0 gives each its own port.
 		args := append([]string{"--scale-out", "--replica-id=" + id}, strings.Fields(r.o.cmArgs)...)
+		if r.o.peers {
+			args = append(args, "--peer-bind-address=127.0.0.1:0")
+		}
 		cm, err := framework.StartControllerManager(ctx, r.env.cmBin, r.env.fed.KubeconfigPath, r.env.host.name,
 			filepath.Join(r.env.workDir, "controller-manager", id), args...)
 		if err != nil {

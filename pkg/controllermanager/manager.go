@@ -122,6 +122,16 @@ func Run(ctx context.Context, o Options) error {
 		readiness: cluster.NewReadinessTracker(o.KubeFedNamespace),
 		agentPods: scheduling.NewAgentPods(),
 	}
+	if o.PeerBindAddress != "" {
+		if shared.peers, err = sharding.NewPeers(o.ReplicaID, o.PeerBindAddress, o.PeerAdvertiseHost, ctrl.Log.WithName("peers")); err != nil {
+			return err
+		}
+		go func() {
+			if err := shared.peers.Start(ctx); err != nil {
+				log.Error(err, "serving the other replicas")
+			}
+		}()
+	}
 	defer func() {
 		if shared.members != nil {
 			shared.members.Stop()
@@ -282,6 +292,9 @@ type sharedState struct {
 	dnsMembers *syncctl.MemberCaches
 	// engine is the propagation engine of the running manager.
 	engine *syncctl.Engine
+	// peers is the channel to the other replicas (--peer-bind-address),
+	// served for the life of the process.
+	peers *sharding.Peers
 }
 
 // stopTypes stops the per-type machinery the last manager started, so the
@@ -326,8 +339,12 @@ func setupControllers(ctx context.Context, cfg *rest.Config, mgr manager.Manager
 			return fmt.Errorf("host client: %w", err)
 		}
 		reader := mgr.GetClient()
+		var annotations map[string]string
+		if shared.peers != nil {
+			annotations = shared.peers.Annotations()
+		}
 		shard, err = sharding.New(sharding.Options{
-			Client: kube, Namespace: o.KubeFedNamespace, Identity: o.ReplicaID,
+			Client: kube, Namespace: o.KubeFedNamespace, Identity: o.ReplicaID, Annotations: annotations,
 			LeaseDuration: s.LeaseDuration, RetryPeriod: s.RetryPeriod,
 			Clusters: func() ([]string, error) { return joinedClusters(ctx, reader, o.KubeFedNamespace) },
 			Log:      ctrl.Log.WithName("shard"),
@@ -343,9 +360,16 @@ func setupControllers(ctx context.Context, cfg *rest.Config, mgr manager.Manager
 	engineOpts := engineOptions(cfg, mgr, o.KubeFedNamespace, s, shared.registry, shared.readiness, shared.members)
 	engineOpts.Shard, engineOpts.Pulled = engineShard(shard), pulled
 	engineOpts.StatusManager = statusManager(o.ReplicaID)
+	if shard != nil && shared.peers != nil {
+		shared.peers.SetShard(shard)
+		engineOpts.Peers = shared.peers
+	}
 	engine, err := syncctl.NewEngine(ctx, engineOpts)
 	if err != nil {
 		return fmt.Errorf("set up the propagation engine: %w", err)
+	}
+	if engineOpts.Peers != nil {
+		shared.peers.Handle(engine.PeerMessage)
 	}
 	shared.engine = engine
 	pulled.onChange(engine.ClusterChanged)

@@ -61,6 +61,14 @@ type Options struct {
 	// ReplicaID names this replica among those scaling out; it must be
 	// unique among the live ones, such as the Pod's name.
 	ReplicaID string
+	// PeerBindAddress, with ScaleOut, is where this replica serves the
+	// others (host:port): the replica that owns an object then writes its
+	// whole status and records its events, from the entries and events the
+	// others send it. Empty: each replica writes its own entries.
+	PeerBindAddress string
+	// PeerAdvertiseHost is the host the other replicas reach this one at
+	// when PeerBindAddress listens on every interface, such as the Pod's IP.
+	PeerAdvertiseHost string
 	// UnschedulableThreshold is how long a workload's pods must stay
 	// unschedulable in a member, and its replicas there unchanged, before
 	// the ReplicaSchedulingPreference controller lowers that member's
@@ -104,6 +112,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", o.WebhookCertDir, "Directory holding the webhooks' serving certificate and key, tls.crt and tls.key.")
 	fs.BoolVar(&o.ScaleOut, "scale-out", o.ScaleOut, "Make every replica active, each propagating to a share of the member clusters (split over the live replicas through Leases); implies --leader-elect for the controllers that must run once.")
 	fs.StringVar(&o.ReplicaID, "replica-id", o.ReplicaID, "Name of this replica with --scale-out, unique among the replicas, such as the Pod's name; the host name and a random suffix when empty.")
+	fs.StringVar(&o.PeerBindAddress, "peer-bind-address", o.PeerBindAddress, "With --scale-out, the host:port this replica serves the other replicas on (mutual TLS with keys made at start, each certificate published on its replica's membership Lease): the replica that hashing names for a federated object then writes its whole status and records its events, the others sending it theirs, instead of every replica writing its own. Empty: each replica writes its own status entries and events.")
+	fs.StringVar(&o.PeerAdvertiseHost, "peer-advertise-host", o.PeerAdvertiseHost, "The host or IP the other replicas reach this one at, when --peer-bind-address listens on every interface (such as the Pod's IP).")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Requests per second the controller-manager may send to the host cluster's API server.")
 	fs.DurationVar(&o.UnschedulableThreshold, "unschedulable-threshold", o.UnschedulableThreshold, "How long a workload's pods must stay unschedulable in a member cluster, and the replicas asked of it unchanged, before a ReplicaSchedulingPreference moves its excess replicas elsewhere (KubeFed: 1m).")
 	fs.DurationVar(&o.CapacityHold, "capacity-hold", o.CapacityHold, "How long a member cluster's capacity estimate from unschedulable pods is kept after it was last confirmed, before the cluster is offered its preferred share again.")
@@ -130,6 +140,9 @@ func (o Options) Validate() error {
 	}
 	if o.ReplicaID != "" && len(validation.IsDNS1123Subdomain(o.ReplicaID)) > 0 {
 		errs = append(errs, fmt.Errorf("--replica-id must be a lowercase DNS subdomain such as a Pod name, got %q", o.ReplicaID))
+	}
+	if o.PeerBindAddress != "" && !o.ScaleOut {
+		errs = append(errs, fmt.Errorf("--peer-bind-address needs --scale-out"))
 	}
 	if o.Scope != string(corev1beta1.ClusterScoped) && o.Scope != string(corev1beta1.NamespaceScoped) {
 		errs = append(errs, fmt.Errorf("--scope must be %s or %s, got %q", corev1beta1.ClusterScoped, corev1beta1.NamespaceScoped, o.Scope))

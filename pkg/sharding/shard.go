@@ -3,6 +3,7 @@ package sharding
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -49,7 +50,10 @@ type Options struct {
 	Clusters func() ([]string, error)
 	// Handler hears about fences gained and lost.
 	Handler Handler
-	Log     logr.Logger
+	// Annotations are set on this replica's membership Lease, such as
+	// where its peers reach it (Peers.Annotations).
+	Annotations map[string]string
+	Log         logr.Logger
 }
 
 // Shard is this replica's share of the member clusters. Run keeps its
@@ -68,6 +72,8 @@ type Shard struct {
 	// live are the replicas with a current membership Lease, self included
 	// while its own is.
 	live []string
+	// annotations are the live replicas' membership Lease annotations.
+	annotations map[string]map[string]string
 	// assigned is Assign over the joined members last listed and live.
 	assigned map[string]string
 	// self is this replica's membership Lease, and until when it counts.
@@ -169,6 +175,22 @@ func (s *Shard) Replicas() []string {
 	return slices.Clone(s.live)
 }
 
+// OwnerOf is the live replica that rendezvous hashing names for name,
+// a name that is not a member cluster (such as an object's), or "".
+func (s *Shard) OwnerOf(name string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Owner(name, s.live)
+}
+
+// liveAnnotations are another live replica's membership Lease annotations
+// as last read.
+func (s *Shard) liveAnnotations(identity string) map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.annotations[identity]
+}
+
 // Held are the clusters whose fence this replica holds, sorted.
 func (s *Shard) Held() []string {
 	s.mu.Lock()
@@ -234,6 +256,7 @@ func (s *Shard) step(ctx context.Context) {
 	now := s.now()
 	byName := map[string]*coordinationv1.Lease{}
 	var live []string
+	annotations := map[string]map[string]string{}
 	s.mu.Lock()
 	seen := make(map[string]seenLease, len(leases))
 	for i := range leases {
@@ -263,11 +286,13 @@ func (s *Shard) step(ctx context.Context) {
 			continue
 		}
 		live = append(live, holder)
+		annotations[holder] = l.Annotations
 	}
 	if selfValid {
 		live = append(live, s.o.Identity)
 	}
 	s.live = sortedUnique(live)
+	s.annotations = annotations
 	s.mu.Unlock()
 
 	joined, err := s.o.Clusters()
@@ -377,7 +402,8 @@ func (s *Shard) takeOver(ctx context.Context, name string, now time.Time) (*coor
 	for i := range leases {
 		if leases[i].Name == name {
 			next := leases[i].DeepCopy()
-			next.Spec = s.newLease(name, RoleReplica, "", now).Spec
+			fresh := s.newLease(name, RoleReplica, "", now)
+			next.Spec, next.Annotations = fresh.Spec, fresh.Annotations
 			return s.store.update(ctx, next)
 		}
 	}
@@ -396,6 +422,9 @@ func (s *Shard) newLease(name, role, cluster string, now time.Time) *coordinatio
 	}
 	if cluster != "" {
 		l.Annotations = map[string]string{ClusterAnnotation: cluster}
+	}
+	if role == RoleReplica && len(s.o.Annotations) > 0 {
+		l.Annotations = maps.Clone(s.o.Annotations)
 	}
 	return l
 }

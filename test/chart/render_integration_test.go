@@ -142,10 +142,15 @@ func TestScaleOutValues(t *testing.T) {
 		into(t, only(t, objs, "Deployment"), &d)
 		c := d.Spec.Template.Spec.Containers[0]
 		hasArgs := slices.Contains(c.Args, "--scale-out") && slices.Contains(c.Args, "--replica-id=$(POD_NAME)")
-		hasEnv := len(c.Env) == 1 && c.Env[0].Name == "POD_NAME" && c.Env[0].ValueFrom != nil &&
+		hasEnv := len(c.Env) == 2 && c.Env[0].Name == "POD_NAME" && c.Env[0].ValueFrom != nil &&
 			c.Env[0].ValueFrom.FieldRef != nil && c.Env[0].ValueFrom.FieldRef.FieldPath == "metadata.name"
-		if hasArgs != on || hasEnv != on {
-			t.Errorf("scaleOut=%t: args %v, env %+v", on, c.Args, c.Env)
+		// The replicas reach each other at their Pods' IPs, on the peer port.
+		hasPeers := slices.Contains(c.Args, "--peer-bind-address=:8444") && slices.Contains(c.Args, "--peer-advertise-host=$(POD_IP)") &&
+			len(c.Env) == 2 && c.Env[1].Name == "POD_IP" && c.Env[1].ValueFrom != nil && c.Env[1].ValueFrom.FieldRef != nil &&
+			c.Env[1].ValueFrom.FieldRef.FieldPath == "status.podIP" &&
+			slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "peers" && p.ContainerPort == 8444 })
+		if hasArgs != on || hasEnv != on || hasPeers != on {
+			t.Errorf("scaleOut=%t: args %v, env %+v, ports %+v", on, c.Args, c.Env, c.Ports)
 		}
 		listsLeases := false
 		for _, o := range objs {
@@ -163,6 +168,14 @@ func TestScaleOutValues(t *testing.T) {
 		if listsLeases != on {
 			t.Errorf("scaleOut=%t: a Role lists Leases: %t", on, listsLeases)
 		}
+	}
+	// peerPort 0: each replica writes its own status entries.
+	var d appsv1.Deployment
+	into(t, only(t, h.template(t, renderNamespace, nil, "controllerManager.scaleOut=true", "controllerManager.peerPort=0"), "Deployment"), &d)
+	c := d.Spec.Template.Spec.Containers[0]
+	if slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--peer-") }) || len(c.Env) != 1 ||
+		slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "peers" }) {
+		t.Errorf("peerPort=0: args %v, env %+v, ports %+v", c.Args, c.Env, c.Ports)
 	}
 }
 

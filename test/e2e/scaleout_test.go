@@ -27,6 +27,9 @@ import (
 
 const scaleNS = "e2e-scale-out"
 
+// peerArg has a replica serve the others on a free loopback port.
+const peerArg = "--peer-bind-address=127.0.0.1:0"
+
 // requestCount is a cluster's count of verb requests on resource (not a
 // subresource) that answered code.
 func requestCount(ctx context.Context, c *framework.Cluster, verb, resource, code string) int {
@@ -92,9 +95,11 @@ var _ = Describe("Scale-out", Ordered, func() {
 			}
 		}
 		Expect(ids[0]).NotTo(BeEmpty())
-		cmDir := startFederation(ctx, fastProbeConfig(), scaleNS, &first, "--scale-out", "--replica-id="+ids[0])
+		// The replicas reach each other, as the chart has them: each object's
+		// owner writes its status and events for both.
+		cmDir := startFederation(ctx, fastProbeConfig(), scaleNS, &first, "--scale-out", "--replica-id="+ids[0], peerArg)
 		var err error
-		second, err = fw.StartControllerManager(ctx, filepath.Join(cmDir, "second"), "--zap-log-level=debug", "--scale-out", "--replica-id="+ids[1])
+		second, err = fw.StartControllerManager(ctx, filepath.Join(cmDir, "second"), "--zap-log-level=debug", "--scale-out", "--replica-id="+ids[1], peerArg)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func() error { return second.Stop() })
 		// The second replica started again outlives the spec that starts it.
@@ -203,7 +208,7 @@ var _ = Describe("Scale-out", Ordered, func() {
 	It("deletes across replicas: the finalizer goes once every replica's members dropped their copies", func(ctx context.Context) {
 		Expect(fences(ctx)).To(HaveLen(len(names)))
 		var err error
-		restarted, err = fw.StartControllerManager(ctx, filepath.Join(GinkgoT().TempDir(), "again"), "--zap-log-level=debug", "--scale-out", "--replica-id="+ids[1])
+		restarted, err = fw.StartControllerManager(ctx, filepath.Join(GinkgoT().TempDir(), "again"), "--zap-log-level=debug", "--scale-out", "--replica-id="+ids[1], peerArg)
 		Expect(err).NotTo(HaveOccurred())
 		want := sharding.Assign(names, ids[:])
 		// A joining replica is handed its members without waiting for

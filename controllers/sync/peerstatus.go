@@ -1,0 +1,569 @@
+package sync
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	gosync "sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubefed-io/kubefed/pkg/placement"
+)
+
+// One status writer per object across replicas.
+//
+// Without a channel between the replicas, each replica serving a share of
+// an object's members writes its own entries of the object's status and
+// records its own events: with three replicas, three status writes and
+// three events per created object, where one replica makes one of each.
+// With Peers, the replica that hashing names for an object (its owner, the
+// one that adds and releases its finalizer) writes the whole status and
+// records the events: the others send it their entries (the status they
+// would apply for their members) and their per-member events, batched,
+// over the peer channel; the owner writes them with its own, in one write
+// per burst, and records one event for every member that answered within
+// the event window.
+//
+// Nothing rests on the channel: a replica that sent its entries looks
+// again after peerConfirmWait, and when the host does not show them yet
+// (the owner went away, or wrote something else since) it sends them
+// again, to whoever owns the object now, and from the second time on
+// applies them itself as without peers. A message that cannot be delivered
+// is applied (entries) or recorded (events) by its sender at once. Entries
+// the owner holds for others are kept until written or peerEntryTTL, and
+// only the current owner uses them; the sender's own check repairs a stale
+// write.
+
+// PeerChannel reaches the other live replicas; *sharding.Peers implements it.
+type PeerChannel interface {
+	// Identity is this replica's name.
+	Identity() string
+	// OwnerOf is the live replica that hashing names for name.
+	OwnerOf(name string) string
+	// Reachable reports whether identity is a live replica that published
+	// where to reach it.
+	Reachable(identity string) bool
+	// Send delivers body to identity and returns once it took it.
+	Send(ctx context.Context, identity string, body []byte) error
+}
+
+// peerConfirmWait is how long a replica that sent its entries to an
+// object's owner waits for the host to show them before it looks again.
+const peerConfirmWait = 3 * time.Second
+
+// peerFailedFor is how long after a failed delivery to an object's owner a
+// replica writes that object's entries itself.
+const peerFailedFor = 30 * time.Second
+
+// peerEntryTTL is how long an owner keeps entries another replica sent it.
+const peerEntryTTL = 30 * time.Second
+
+// peerGather is how long the owner of a new or changed object waits for
+// the other replicas' entries of its members, to write them with its own.
+const peerGather = time.Second
+
+// peerLinger is how long a message waits for more to go with it.
+const peerLinger = 20 * time.Millisecond
+
+type peerMessage struct {
+	Reports []peerReport `json:"reports,omitempty"`
+	Events  []peerEvent  `json:"events,omitempty"`
+}
+
+// peerReport is a replica's entries of an object's status.
+type peerReport struct {
+	// Type is the FederatedTypeConfig's name.
+	Type string    `json:"type"`
+	Key  string    `json:"key"`
+	UID  types.UID `json:"uid"`
+	// Clusters are the members the sender speaks for; one without an
+	// entry has none.
+	Clusters []string `json:"clusters"`
+	Entries  []any    `json:"entries,omitempty"`
+	Bulk     bool     `json:"bulk,omitempty"`
+}
+
+// peerEvent is a per-member Normal event, for the owner's burst.
+type peerEvent struct {
+	Type       string    `json:"type"`
+	APIVersion string    `json:"apiVersion"`
+	Kind       string    `json:"kind"`
+	Namespace  string    `json:"namespace,omitempty"`
+	Name       string    `json:"name"`
+	UID        types.UID `json:"uid"`
+	Reason     string    `json:"reason"`
+	Verb       string    `json:"verb"`
+	CopyKind   string    `json:"copyKind"`
+	CopyName   string    `json:"copyName"`
+	Cluster    string    `json:"cluster"`
+	Note       string    `json:"note,omitempty"`
+}
+
+// peerSent is what a replica last sent of an object's entries.
+type peerSent struct {
+	owner   string
+	entries []any
+	at      time.Time
+	tries   int
+	// failed is when a delivery to the owner failed.
+	failed time.Time
+}
+
+// peerHeld are the entries other replicas sent for an object.
+type peerHeld struct {
+	uid      types.UID
+	clusters map[string]peerEntry
+}
+
+type peerEntry struct {
+	entry map[string]any // nil: no entry
+	at    time.Time
+	seq   uint64
+}
+
+// peerOwner is the replica that writes key's status, and whether it is
+// another one that can be reached.
+func (w *typeWorker) peerOwner(key string) (string, bool) {
+	p := w.e.opts.Peers
+	if p == nil {
+		return "", false
+	}
+	owner := p.OwnerOf(w.fedGVR.Resource + "/" + key)
+	return owner, owner != "" && owner != p.Identity() && p.Reachable(owner)
+}
+
+// ownEntries are status's entries keep accepts, in the order of their
+// names.
+func ownEntries(status map[string]any, keep func(string) bool) []any {
+	entries, _ := sortedEntries(map[string]any{"clusters": ownPart(status, keep)["clusters"]})["clusters"].([]any)
+	return entries
+}
+
+// entryNames are the names of status's entries.
+func entryNames(status map[string]any) map[string]bool {
+	entries, _ := status["clusters"].([]any)
+	names := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		if m, ok := e.(map[string]any); ok {
+			if n, _ := m["name"].(string); n != "" {
+				names[n] = true
+			}
+		}
+	}
+	return names
+}
+
+// sameEntries reports whether two lists of status entries are alike, as
+// sameStatus compares them.
+func sameEntries(a, b []any) bool {
+	return sameStatus(map[string]any{"clusters": a}, map[string]any{"clusters": b})
+}
+
+// reportToOwner sends this replica's entries of fed's status to the
+// object's owner, when another replica owns it and can be reached; it
+// reports whether it did (or need not), and when to look again.
+func (w *typeWorker) reportToOwner(key string, fed *unstructured.Unstructured, old, status map[string]any, keep func(string) bool, bulk bool) (time.Duration, bool) {
+	owner, ok := w.peerOwner(key)
+	if !ok {
+		return 0, false
+	}
+	mine := ownEntries(status, keep)
+	// The host cache holds digests of remote statuses: compare as
+	// sameStatus does.
+	if sameEntries(ownEntries(old, keep), mine) {
+		// The host shows ours; the rest is the owner's to write.
+		w.forgetSent(key)
+		return 0, true
+	}
+	now := time.Now()
+	w.peerMu.Lock()
+	sent, ok := w.peerSent[key]
+	w.peerMu.Unlock()
+	if ok && now.Sub(sent.failed) < peerFailedFor {
+		return 0, false
+	}
+	if ok && sent.owner == owner && sameEntries(sent.entries, mine) {
+		if wait := peerConfirmWait - now.Sub(sent.at); wait > 0 {
+			return wait, true
+		}
+		if sent.tries >= 2 {
+			// Sent twice and not written: ours to write.
+			peerFallbacks.Inc()
+			return 0, false
+		}
+	} else {
+		sent = peerSent{}
+	}
+	clusters := w.spokenFor(old, status, keep)
+	w.peerMu.Lock()
+	w.peerSent[key] = peerSent{owner: owner, entries: mine, at: now, tries: sent.tries + 1}
+	w.peerMu.Unlock()
+	w.e.outbox.add(owner, peerMessage{Reports: []peerReport{{
+		Type: w.name, Key: key, UID: fed.GetUID(), Clusters: clusters, Entries: mine, Bulk: bulk,
+	}}})
+	peerReportsSent.Inc()
+	return peerConfirmWait, true
+}
+
+// spokenFor are the members keep accepts among the joined members and
+// old's and status's entries.
+func (w *typeWorker) spokenFor(old, status map[string]any, keep func(string) bool) []string {
+	names := entryNames(old)
+	maps.Copy(names, entryNames(status))
+	for _, c := range w.e.clusterSet().Names() {
+		names[c] = true
+	}
+	out := make([]string, 0, len(names))
+	for n := range names {
+		if keep(n) {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (w *typeWorker) forgetSent(key string) {
+	w.peerMu.Lock()
+	delete(w.peerSent, key)
+	w.peerMu.Unlock()
+}
+
+// sendFailed makes this replica write key's entries itself for a while.
+func (w *typeWorker) sendFailed(key string) {
+	w.peerMu.Lock()
+	s := w.peerSent[key]
+	s.failed = time.Now()
+	w.peerSent[key] = s
+	w.peerMu.Unlock()
+	enqueue(w.statusQueue, key, promptPriority, 0)
+}
+
+// tookReport keeps another replica's entries of an object this replica
+// owns, for its next status write, and has it written.
+func (w *typeWorker) tookReport(r peerReport) {
+	given := w.holdReport(r)
+	priority := promptPriority
+	if r.Bulk {
+		priority = bulkPriority
+	}
+	// Entries of members the object's status already lists change many
+	// times a second in a rollout (their remote status): gathered over
+	// statusCoalesceDelay, as a replica gathers its own members'. A
+	// member's first entry is written at once.
+	var after time.Duration
+	if w.listsAll(r.Key, r.UID, given) {
+		after = statusCoalesceDelay
+	}
+	enqueue(w.statusQueue, r.Key, priority, after)
+}
+
+// holdReport keeps r's entries, and returns them by member.
+func (w *typeWorker) holdReport(r peerReport) map[string]map[string]any {
+	now := time.Now()
+	given := map[string]map[string]any{}
+	for _, e := range r.Entries {
+		if m, ok := e.(map[string]any); ok {
+			if n, _ := m["name"].(string); n != "" {
+				given[n] = m
+			}
+		}
+	}
+	w.peerMu.Lock()
+	h := w.peerIn[r.Key]
+	if h == nil || h.uid != r.UID {
+		h = &peerHeld{uid: r.UID, clusters: map[string]peerEntry{}}
+		w.peerIn[r.Key] = h
+	}
+	for _, c := range r.Clusters {
+		w.peerSeq++
+		h.clusters[c] = peerEntry{entry: given[c], at: now, seq: w.peerSeq}
+	}
+	w.peerMu.Unlock()
+	return given
+}
+
+// listsAll reports whether the cached object at key, of uid, lists an
+// entry for every member of given.
+func (w *typeWorker) listsAll(key string, uid types.UID, given map[string]map[string]any) bool {
+	obj, exists, err := w.informer.GetIndexer().GetByKey(key)
+	fed, ok := obj.(*unstructured.Unstructured)
+	if err != nil || !exists || !ok || fed.GetUID() != uid {
+		return false
+	}
+	status, _ := fed.Object["status"].(map[string]any)
+	listed := entryNames(status)
+	for c := range given {
+		if !listed[c] {
+			return false
+		}
+	}
+	return true
+}
+
+// owns reports whether this replica writes the whole status of the object
+// at key for every replica.
+func (w *typeWorker) owns(key string) bool {
+	p := w.e.opts.Peers
+	return p != nil && p.OwnerOf(w.fedGVR.Resource+"/"+key) == p.Identity()
+}
+
+// withPeerEntries is old with the entries other replicas sent for the
+// object at key (of uid) in place of those keep does not accept, and the
+// names and sequence numbers of those used. Only the object's owner uses
+// them.
+func (w *typeWorker) withPeerEntries(key string, uid types.UID, old map[string]any, keep func(string) bool) (map[string]any, map[string]uint64) {
+	if keep == nil || w.e.opts.Peers == nil {
+		return old, nil
+	}
+	w.peerMu.Lock()
+	h := w.peerIn[key]
+	if h == nil {
+		w.peerMu.Unlock()
+		return old, nil
+	}
+	if h.uid != uid {
+		delete(w.peerIn, key)
+		w.peerMu.Unlock()
+		return old, nil
+	}
+	now := time.Now()
+	use := map[string]peerEntry{}
+	for c, e := range h.clusters {
+		if now.Sub(e.at) > peerEntryTTL {
+			delete(h.clusters, c)
+			continue
+		}
+		if !keep(c) {
+			use[c] = e
+		}
+	}
+	if len(h.clusters) == 0 {
+		delete(w.peerIn, key)
+	}
+	w.peerMu.Unlock()
+	if len(use) == 0 || !w.owns(key) {
+		return old, nil
+	}
+	out := maps.Clone(old)
+	if out == nil {
+		out = map[string]any{}
+	}
+	entries, _ := old["clusters"].([]any)
+	var merged []any
+	for _, e := range entries {
+		if m, ok := e.(map[string]any); ok {
+			if _, given := use[m["name"].(string)]; given {
+				continue
+			}
+		}
+		merged = append(merged, e)
+	}
+	used := make(map[string]uint64, len(use))
+	for c, e := range use {
+		if e.entry != nil {
+			merged = append(merged, e.entry)
+		}
+		used[c] = e.seq
+	}
+	if len(merged) > 0 {
+		out["clusters"] = merged
+	} else {
+		delete(out, "clusters")
+	}
+	return out, used
+}
+
+// wrotePeerEntries forgets the entries a status write carried, unless
+// newer ones came meanwhile.
+func (w *typeWorker) wrotePeerEntries(key string, used map[string]uint64) {
+	if len(used) == 0 {
+		return
+	}
+	w.peerMu.Lock()
+	defer w.peerMu.Unlock()
+	h := w.peerIn[key]
+	if h == nil {
+		return
+	}
+	for c, seq := range used {
+		if e, ok := h.clusters[c]; ok && e.seq == seq {
+			delete(h.clusters, c)
+		}
+	}
+	if len(h.clusters) == 0 {
+		delete(w.peerIn, key)
+	}
+}
+
+// forgetPeer forgets what was sent and held of the object at key.
+func (w *typeWorker) forgetPeer(key string) {
+	w.peerMu.Lock()
+	delete(w.peerSent, key)
+	delete(w.peerIn, key)
+	w.peerMu.Unlock()
+}
+
+// recordEvent records a per-member Normal event of fed, or sends it to the
+// object's owner, which records the burst of every replica's members.
+func (w *typeWorker) recordEvent(fed *unstructured.Unstructured, reason, verb, kind, name, cluster, note string) {
+	if owner, ok := w.peerOwner(objectKey(fed)); ok {
+		w.e.outbox.add(owner, peerMessage{Events: []peerEvent{{
+			Type: w.name, APIVersion: fed.GetAPIVersion(), Kind: fed.GetKind(), Namespace: fed.GetNamespace(),
+			Name: fed.GetName(), UID: fed.GetUID(), Reason: reason, Verb: verb, CopyKind: kind, CopyName: name,
+			Cluster: cluster, Note: note,
+		}}})
+		return
+	}
+	w.events.record(fed, reason, verb, kind, name, cluster, note)
+}
+
+// recordPeerEvent records an event another replica sent.
+func (w *typeWorker) recordPeerEvent(ev peerEvent) {
+	fed := &unstructured.Unstructured{}
+	fed.SetAPIVersion(ev.APIVersion)
+	fed.SetKind(ev.Kind)
+	fed.SetNamespace(ev.Namespace)
+	fed.SetName(ev.Name)
+	fed.SetUID(ev.UID)
+	w.events.record(fed, ev.Reason, ev.Verb, ev.CopyKind, ev.CopyName, ev.Cluster, ev.Note)
+}
+
+// PeerMessage takes a message another replica sent; the controller-manager
+// hands it the peer channel's messages.
+func (e *Engine) PeerMessage(from string, body []byte) error {
+	var m peerMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		return fmt.Errorf("a message from replica %q: %w", from, err)
+	}
+	for _, r := range m.Reports {
+		if w := e.worker(r.Type); w != nil {
+			w.tookReport(r)
+		}
+	}
+	for _, ev := range m.Events {
+		if w := e.worker(ev.Type); w != nil {
+			w.recordPeerEvent(ev)
+		}
+	}
+	peerReportsTaken.Add(float64(len(m.Reports)))
+	return nil
+}
+
+// peerOutbox batches the messages to each replica and sends them from
+// one goroutine per replica.
+type peerOutbox struct {
+	e *Engine
+
+	mu      gosync.Mutex
+	pending map[string]*peerMessage
+	sending map[string]bool
+}
+
+func newPeerOutbox(e *Engine) *peerOutbox {
+	return &peerOutbox{e: e, pending: map[string]*peerMessage{}, sending: map[string]bool{}}
+}
+
+func (o *peerOutbox) add(to string, m peerMessage) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	p := o.pending[to]
+	if p == nil {
+		p = &peerMessage{}
+		o.pending[to] = p
+	}
+	p.Reports = append(p.Reports, m.Reports...)
+	p.Events = append(p.Events, m.Events...)
+	if !o.sending[to] {
+		o.sending[to] = true
+		go o.send(to)
+	}
+}
+
+// send delivers what waits for to until nothing does.
+func (o *peerOutbox) send(to string) {
+	for {
+		select {
+		case <-o.e.ctx.Done():
+		case <-time.After(peerLinger):
+		}
+		o.mu.Lock()
+		m := o.pending[to]
+		delete(o.pending, to)
+		if m == nil || o.e.ctx.Err() != nil {
+			o.sending[to] = false
+			o.mu.Unlock()
+			if m != nil {
+				o.undelivered(*m)
+			}
+			return
+		}
+		o.mu.Unlock()
+		body, err := json.Marshal(m)
+		if err == nil {
+			err = o.e.opts.Peers.Send(o.e.ctx, to, body)
+		}
+		if err != nil {
+			if o.e.ctx.Err() == nil {
+				o.e.opts.Log.V(1).Info("Cannot reach the replica that owns these objects; their entries and events are written here",
+					"replica", to, "reports", len(m.Reports), "events", len(m.Events), "error", err.Error())
+			}
+			peerSendFailures.Inc()
+			o.undelivered(*m)
+		}
+	}
+}
+
+// undelivered has the sender write what a message carried.
+func (o *peerOutbox) undelivered(m peerMessage) {
+	for _, r := range m.Reports {
+		if w := o.e.worker(r.Type); w != nil {
+			w.sendFailed(r.Key)
+		}
+	}
+	for _, ev := range m.Events {
+		if w := o.e.worker(ev.Type); w != nil {
+			w.recordPeerEvent(ev)
+		}
+	}
+}
+
+// gatherPeers is, on the replica that writes the status of the object at
+// key for every replica, how long to wait for the others' entries of fed's
+// members before writing: while some member the placement selects and
+// another replica serves has no entry, as host or peer shows it, for up to
+// peerGather after the change was first seen. A new object's status is
+// then one write, not one per replica.
+func (w *typeWorker) gatherPeers(key string, fed *unstructured.Unstructured, keep func(string) bool) time.Duration {
+	if keep == nil || !w.owns(key) {
+		return 0
+	}
+	w.changedMu.Lock()
+	c, ok := w.changed[key]
+	w.changedMu.Unlock()
+	if !ok || c.generation != fed.GetGeneration() {
+		return 0
+	}
+	left := peerGather - time.Since(c.at)
+	if left <= 0 {
+		return 0
+	}
+	pl, err := placement.FromUnstructured(fed.Object)
+	if err != nil {
+		return 0
+	}
+	old, _ := fed.Object["status"].(map[string]any)
+	status, _ := w.withPeerEntries(key, fed.GetUID(), old, keep)
+	listed := entryNames(status)
+	for _, c := range w.e.clusterSet().Select(pl).Clusters {
+		if !keep(c) && !listed[c] {
+			return left
+		}
+	}
+	return 0
+}

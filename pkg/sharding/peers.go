@@ -1,0 +1,360 @@
+package sharding
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+)
+
+// Annotations of a membership Lease by which the replicas reach each other.
+const (
+	// PeerAddressAnnotation is the host:port a replica's peer server
+	// listens on.
+	PeerAddressAnnotation = "kubefed.io/peer-address"
+	// PeerCertificateAnnotation is the replica's peer certificate (DER,
+	// base64): the only certificate its peer server presents and its
+	// client offers. The Lease is the trust root: a replica talks only to
+	// a live replica, through the certificate that replica published.
+	PeerCertificateAnnotation = "kubefed.io/peer-certificate"
+)
+
+// peerServerName is the name in every peer certificate, checked as the
+// server's name; which replica answers is told by the certificate itself.
+const peerServerName = "kubefed-replica"
+
+// maxPeerMessage bounds a message a peer server reads.
+const maxPeerMessage = 16 << 20
+
+// peerTimeout bounds one message to a peer.
+const peerTimeout = 5 * time.Second
+
+// Peers is the channel between the live replicas: each has a key made at
+// start, publishes its certificate and address on its membership Lease
+// (Annotations), serves messages from the other live replicas (mutual TLS,
+// each side pinned to the certificate the other published) and sends to
+// them (Send). Only replicas whose membership Lease is live, as the Shard
+// last read them, are trusted either way.
+type Peers struct {
+	identity string
+	cert     tls.Certificate
+	der      []byte
+	ln       net.Listener
+	address  string
+	log      logr.Logger
+
+	mu      sync.Mutex
+	shard   *Shard
+	handler func(from string, body []byte) error
+	clients map[string]*peerClient
+}
+
+type peerClient struct {
+	der    []byte
+	client *http.Client
+}
+
+// NewPeers makes this replica's key and certificate and listens on bind
+// (host:port; port 0 picks a free one). The address published is
+// advertiseHost (or bind's host, when it is not unspecified) with the port
+// listened on.
+func NewPeers(identity, bind, advertiseHost string, log logr.Logger) (*Peers, error) {
+	if identity == "" {
+		return nil, errors.New("peers need a replica identity")
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("peer key: %w", err)
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               pkix.Name{CommonName: identity},
+		DNSNames:              []string{peerServerName},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(10 * 365 * 24 * time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, fmt.Errorf("peer certificate: %w", err)
+	}
+	host, _, err := net.SplitHostPort(bind)
+	if err != nil {
+		return nil, fmt.Errorf("peer bind address %q: %w", bind, err)
+	}
+	if advertiseHost == "" {
+		if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+			return nil, fmt.Errorf("peer bind address %q listens on every interface: give the address the other replicas reach this one at (--peer-advertise-host, such as the Pod's IP)", bind)
+		}
+		advertiseHost = host
+	}
+	ln, err := net.Listen("tcp", bind)
+	if err != nil {
+		return nil, fmt.Errorf("peer listener: %w", err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	return &Peers{
+		identity: identity,
+		cert:     tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key},
+		der:      der,
+		ln:       ln,
+		address:  net.JoinHostPort(advertiseHost, strconv.Itoa(port)),
+		log:      log,
+		clients:  map[string]*peerClient{},
+	}, nil
+}
+
+// Identity is this replica's name.
+func (p *Peers) Identity() string { return p.identity }
+
+// OwnerOf is the live replica that rendezvous hashing names for name, as
+// the shard last read them, or "".
+func (p *Peers) OwnerOf(name string) string {
+	p.mu.Lock()
+	s := p.shard
+	p.mu.Unlock()
+	if s == nil {
+		return ""
+	}
+	return s.OwnerOf(name)
+}
+
+// Address is where the other replicas reach this one.
+func (p *Peers) Address() string { return p.address }
+
+// Annotations are what this replica's membership Lease publishes.
+func (p *Peers) Annotations() map[string]string {
+	return map[string]string{
+		PeerAddressAnnotation:     p.address,
+		PeerCertificateAnnotation: base64.StdEncoding.EncodeToString(p.der),
+	}
+}
+
+// SetShard sets the shard whose live replicas are the peers.
+func (p *Peers) SetShard(s *Shard) {
+	p.mu.Lock()
+	p.shard = s
+	p.mu.Unlock()
+}
+
+// Handle sets what receives the other replicas' messages; nil refuses them.
+func (p *Peers) Handle(h func(from string, body []byte) error) {
+	p.mu.Lock()
+	p.handler = h
+	p.mu.Unlock()
+}
+
+// peer is a live replica's published address and certificate.
+func (p *Peers) peer(identity string) (string, []byte, bool) {
+	p.mu.Lock()
+	s := p.shard
+	p.mu.Unlock()
+	if s == nil {
+		return "", nil, false
+	}
+	ann := s.liveAnnotations(identity)
+	addr := ann[PeerAddressAnnotation]
+	der, err := base64.StdEncoding.DecodeString(ann[PeerCertificateAnnotation])
+	if addr == "" || err != nil || len(der) == 0 {
+		return "", nil, false
+	}
+	return addr, der, true
+}
+
+// Reachable reports whether identity is a live replica that published
+// where to reach it.
+func (p *Peers) Reachable(identity string) bool {
+	_, _, ok := p.peer(identity)
+	return ok
+}
+
+// Send delivers body to the live replica identity and returns once it
+// took it.
+func (p *Peers) Send(ctx context.Context, identity string, body []byte) error {
+	addr, der, ok := p.peer(identity)
+	if !ok {
+		return fmt.Errorf("replica %q is not live or publishes no peer address", identity)
+	}
+	c, err := p.clientFor(identity, der)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, peerTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+addr+"/v1/messages", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		return fmt.Errorf("send to replica %q: %w", identity, err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusNoContent {
+		return fmt.Errorf("replica %q answered %s", identity, resp.Status)
+	}
+	return nil
+}
+
+// clientFor is a client that trusts only der as identity's server.
+func (p *Peers) clientFor(identity string, der []byte) (*http.Client, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c, ok := p.clients[identity]; ok && bytes.Equal(c.der, der) {
+		return c.client, nil
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, fmt.Errorf("replica %q's peer certificate: %w", identity, err)
+	}
+	if cert.Subject.CommonName != identity {
+		return nil, fmt.Errorf("replica %q published a peer certificate for %q", identity, cert.Subject.CommonName)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	if old, ok := p.clients[identity]; ok {
+		old.client.CloseIdleConnections()
+	}
+	c := &http.Client{Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{
+			MinVersion:   tls.VersionTLS13,
+			RootCAs:      pool,
+			ServerName:   peerServerName,
+			Certificates: []tls.Certificate{p.cert},
+		},
+		MaxIdleConnsPerHost: 4,
+		IdleConnTimeout:     time.Minute,
+	}}
+	p.clients[identity] = &peerClient{der: der, client: c}
+	return c, nil
+}
+
+// NeedLeaderElection: every replica serves its peers.
+func (p *Peers) NeedLeaderElection() bool { return false }
+
+// Start serves the other replicas until ctx ends; it implements
+// manager.Runnable.
+func (p *Peers) Start(ctx context.Context) error {
+	srv := &http.Server{
+		Handler:           http.HandlerFunc(p.serve),
+		ReadHeaderTimeout: peerTimeout,
+		ReadTimeout:       2 * peerTimeout,
+		TLSConfig: &tls.Config{
+			MinVersion:   tls.VersionTLS13,
+			Certificates: []tls.Certificate{p.cert},
+			ClientAuth:   tls.RequireAndVerifyClientCert,
+			GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+				return &tls.Config{
+					MinVersion:   tls.VersionTLS13,
+					Certificates: []tls.Certificate{p.cert},
+					ClientAuth:   tls.RequireAndVerifyClientCert,
+					ClientCAs:    p.livePool(),
+				}, nil
+			},
+		},
+		ErrorLog: nil,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ServeTLS(p.ln, "", "") }()
+	p.log.Info("serving the other replicas", "address", p.address)
+	select {
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), peerTimeout)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+		return nil
+	case err := <-errc:
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return fmt.Errorf("peer server: %w", err)
+	}
+}
+
+// livePool holds the certificates the other live replicas published.
+func (p *Peers) livePool() *x509.CertPool {
+	pool := x509.NewCertPool()
+	p.mu.Lock()
+	s := p.shard
+	p.mu.Unlock()
+	if s == nil {
+		return pool
+	}
+	for _, r := range s.Replicas() {
+		if r == p.identity {
+			continue
+		}
+		if _, der, ok := p.peer(r); ok {
+			if cert, err := x509.ParseCertificate(der); err == nil {
+				pool.AddCert(cert)
+			}
+		}
+	}
+	return pool
+}
+
+func (p *Peers) serve(rw http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
+		http.Error(rw, "not found", http.StatusNotFound)
+		return
+	}
+	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
+		http.Error(rw, "a peer certificate is needed", http.StatusUnauthorized)
+		return
+	}
+	leaf := r.TLS.PeerCertificates[0]
+	from := leaf.Subject.CommonName
+	if _, der, ok := p.peer(from); !ok || !bytes.Equal(der, leaf.Raw) {
+		// Verified against a live replica's certificate, but not the one
+		// it names itself by.
+		http.Error(rw, "not a live replica's certificate", http.StatusForbidden)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxPeerMessage+1))
+	if err != nil {
+		http.Error(rw, "reading the message: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if len(body) > maxPeerMessage {
+		http.Error(rw, "message too large", http.StatusRequestEntityTooLarge)
+		return
+	}
+	p.mu.Lock()
+	h := p.handler
+	p.mu.Unlock()
+	if h == nil {
+		http.Error(rw, "not ready for messages", http.StatusServiceUnavailable)
+		return
+	}
+	if err := h(from, body); err != nil {
+		http.Error(rw, err.Error(), http.StatusBadRequest)
+		return
+	}
+	rw.WriteHeader(http.StatusNoContent)
+}
