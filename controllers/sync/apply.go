@@ -3,6 +3,7 @@ package sync
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"maps"
 	"slices"
 	"strings"
@@ -144,4 +145,24 @@ func (w *typeWorker) applyOwnStatus(ctx context.Context, fed *unstructured.Unstr
 // replaced by another of the same name.
 func isGone(err error) bool {
 	return apierrors.IsNotFound(err) || apierrors.IsInvalid(err)
+}
+
+// refusedContent reports whether err refuses a status write for what it
+// carries, not because the object was replaced (a new UID is refused as a
+// change of metadata.uid): a write of ours the schema does not accept,
+// which isGone would pass over in silence.
+func refusedContent(err error) bool {
+	if !apierrors.IsInvalid(err) {
+		return false
+	}
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Details == nil {
+		return true
+	}
+	for _, c := range status.Status().Details.Causes {
+		if c.Field == "metadata.uid" {
+			return false
+		}
+	}
+	return true
 }

@@ -2,6 +2,10 @@ package sync
 
 import (
 	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 func crdWithClusters(version string, clusters map[string]any) map[string]any {
@@ -82,5 +86,20 @@ func TestSameStatusIgnoresTheOrderOfEntries(t *testing.T) {
 	}
 	if first := a["clusters"].([]any)[0].(map[string]any)["name"]; first != "b" {
 		t.Fatal("sameStatus sorted the status it was given")
+	}
+}
+
+func TestRefusedContentTellsABadStatusFromAReplacedObject(t *testing.T) {
+	gk := schema.GroupKind{Group: "types.kubefed.io", Kind: "FederatedConfigMap"}
+	replaced := apierrors.NewInvalid(gk, "x", field.ErrorList{field.Invalid(field.NewPath("metadata", "uid"), "b", "field is immutable")})
+	bad := apierrors.NewInvalid(gk, "x", field.ErrorList{field.Forbidden(field.NewPath("status", "clusters").Index(0).Child("kubefed.internal/remoteStatusDigest"), "unknown field")})
+	if refusedContent(replaced) {
+		t.Error("a replaced object's refusal read as a refused status")
+	}
+	if !refusedContent(bad) {
+		t.Error("a status the schema refused read as a replaced object")
+	}
+	if refusedContent(apierrors.NewNotFound(schema.GroupResource{Resource: "federatedconfigmaps"}, "x")) {
+		t.Error("a missing object read as a refused status")
 	}
 }

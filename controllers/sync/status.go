@@ -633,6 +633,9 @@ func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructu
 		}
 		updated, done, err := w.applyOwnStatus(ctx, fed, status, carries)
 		if err != nil {
+			if refusedContent(err) {
+				w.log.Error(err, "The API server refused this status; it is not written", "federatedObject", key)
+			}
 			if isGone(err) {
 				return 0, nil
 			}

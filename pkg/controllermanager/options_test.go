@@ -36,6 +36,7 @@ func TestOptionsFlagsAndValidation(t *testing.T) {
 		{"unschedulable threshold", func(o *Options) { o.UnschedulableThreshold = 0 }, "--unschedulable-threshold must be greater than 0"},
 		{"capacity hold", func(o *Options) { o.CapacityHold = -time.Second }, "--capacity-hold must be greater than 0"},
 		{"scope", func(o *Options) { o.Scope = "cluster" }, `--scope must be Cluster or Namespaced, got "cluster"`},
+		{"peers without scale-out", func(o *Options) { o.PeerBindAddress = "127.0.0.1:8444" }, "--peer-bind-address needs --scale-out"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := DefaultOptions()
