@@ -147,6 +147,15 @@ func isGone(err error) bool {
 	return apierrors.IsNotFound(err) || apierrors.IsInvalid(err)
 }
 
+// statusGone is isGone for a status write of the object at key, which it
+// logs when the API server refused what it carried.
+func (w *typeWorker) statusGone(key string, err error) bool {
+	if refusedContent(err) {
+		w.log.Error(err, "The API server refused this status; it is not written", "federatedObject", key)
+	}
+	return isGone(err)
+}
+
 // refusedContent reports whether err refuses a status write for what it
 // carries, not because the object was replaced (a new UID is refused as a
 // change of metadata.uid): a write of ours the schema does not accept,

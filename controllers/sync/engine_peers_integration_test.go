@@ -44,13 +44,7 @@ func TestEngineScaleOutWithPeers(t *testing.T) {
 	names := []string{fw.Members[0].Name, fw.Members[1].Name}
 	// Three replicas, two serving a member each: the third writes the
 	// status of the objects it owns from the other two's entries alone.
-	var ids []string
-	for i := 0; len(ids) == 0; i++ {
-		try := []string{"peer-" + strconv.Itoa(i), "peer-" + strconv.Itoa(i+1), "peer-" + strconv.Itoa(i+2)}
-		if o := sharding.Assign(names, try); o[names[0]] != o[names[1]] {
-			ids = try
-		}
-	}
+	ids := splittingReplicas(names, "peer-", 3)
 	stops := map[string]func(){}
 	for _, id := range ids {
 		stops[id] = runControllerManager(t, ctx, fw, func(o *controllermanager.Options) {

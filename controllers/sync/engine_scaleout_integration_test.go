@@ -31,13 +31,7 @@ func TestEngineScaleOut(t *testing.T) {
 	fw := setUpHost(t, ctx)
 	host := fw.Host.Client
 	names := []string{fw.Members[0].Name, fw.Members[1].Name}
-	var ids []string
-	for i := 0; len(ids) == 0; i++ {
-		a, b := "replica-"+strconv.Itoa(i), "replica-"+strconv.Itoa(i+1)
-		if o := sharding.Assign(names, []string{a, b}); o[names[0]] != o[names[1]] {
-			ids = []string{a, b}
-		}
-	}
+	ids := splittingReplicas(names, "replica-", 2)
 	stops := map[string]func(){}
 	for _, id := range ids {
 		stops[id] = runControllerManager(t, ctx, fw, func(o *controllermanager.Options) { o.ScaleOut, o.ReplicaID = true, id })
@@ -181,6 +175,20 @@ func TestEngineScaleOut(t *testing.T) {
 		}
 	}
 	waitAllGone(t, ctx, fw)
+}
+
+// splittingReplicas are count replica names, prefix and a number, among
+// which Assign gives each of the two members a replica of its own.
+func splittingReplicas(members []string, prefix string, count int) []string {
+	for i := 0; ; i++ {
+		ids := make([]string, count)
+		for j := range ids {
+			ids[j] = prefix + strconv.Itoa(i+j)
+		}
+		if o := sharding.Assign(members, ids); o[members[0]] != o[members[1]] {
+			return ids
+		}
+	}
 }
 
 // statusManagerOf is the field manager that applied the status entry of

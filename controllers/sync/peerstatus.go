@@ -133,7 +133,7 @@ func (w *typeWorker) peerOwner(key string) (string, bool) {
 	if p == nil {
 		return "", false
 	}
-	owner := p.OwnerOf(w.fedGVR.Resource + "/" + key)
+	owner := p.OwnerOf(w.hashName(key))
 	return owner, owner != "" && owner != p.Identity() && p.Reachable(owner)
 }
 
@@ -310,7 +310,7 @@ func (w *typeWorker) listsAll(key string, uid types.UID, given map[string]map[st
 // at key for every replica.
 func (w *typeWorker) owns(key string) bool {
 	p := w.e.opts.Peers
-	return p != nil && p.OwnerOf(w.fedGVR.Resource+"/"+key) == p.Identity()
+	return p != nil && p.OwnerOf(w.hashName(key)) == p.Identity()
 }
 
 // withPeerEntries is old with the entries other replicas sent for the

@@ -159,8 +159,13 @@ func (w *typeWorker) forgetGone(key string) {
 // finalizer: always without scale-out.
 func (w *typeWorker) hashedHere(key string) bool {
 	shard := w.e.opts.Shard
-	return shard == nil || shard.Assigned(w.fedGVR.Resource+"/"+key)
+	return shard == nil || shard.Assigned(w.hashName(key))
 }
+
+// hashName is the name the object at key is hashed by over the live
+// replicas: the one that adds and releases its finalizer (hashedHere) is
+// the one that writes its status for every replica (owns).
+func (w *typeWorker) hashName(key string) string { return w.fedGVR.Resource + "/" + key }
 
 // finalizerWait is how soon a replica that leaves adding the finalizer, or
 // releasing it, to another looks at the object again.

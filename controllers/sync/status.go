@@ -633,10 +633,7 @@ func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructu
 		}
 		updated, done, err := w.applyOwnStatus(ctx, fed, status, carries)
 		if err != nil {
-			if refusedContent(err) {
-				w.log.Error(err, "The API server refused this status; it is not written", "federatedObject", key)
-			}
-			if isGone(err) {
+			if w.statusGone(key, err) {
 				return 0, nil
 			}
 			return 0, fmt.Errorf("apply status: %w", err)
@@ -681,7 +678,7 @@ func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructu
 			w.statusMu.Unlock()
 			return cacheBehindRequeue, nil
 		}
-		if isGone(err) || apierrors.IsConflict(err) {
+		if w.statusGone(key, err) || apierrors.IsConflict(err) {
 			// Deleted, or replaced by an object of the same name.
 			return 0, nil
 		}
