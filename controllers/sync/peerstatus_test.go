@@ -2,11 +2,17 @@ package sync
 
 import (
 	"context"
+	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubefed-io/kubefed/pkg/placement"
 )
 
 // fakePeers names owner as the owner of every object.
@@ -35,7 +41,7 @@ func TestOwnerWritesOthersEntriesInPlaceOfTheHostsUntilWritten(t *testing.T) {
 	}}
 	// r2 serves b and c: b is now fine, c has no copy any more.
 	w.tookReportEntries("ns/x", "uid-1", []string{"b", "c"}, []any{map[string]any{"name": "b"}})
-	got, used := w.withPeerEntries("ns/x", "uid-1", old, keep)
+	got, used := w.withPeerEntries("ns/x", "uid-1", 1, old, keep)
 	if names := entryNames(got); !names["a"] || !names["b"] || names["c"] || len(used) != 2 {
 		t.Fatalf("entries %v, used %v: want a kept, b from the report, c dropped", got["clusters"], used)
 	}
@@ -51,12 +57,12 @@ func TestOwnerWritesOthersEntriesInPlaceOfTheHostsUntilWritten(t *testing.T) {
 	// next one; what the write carried is forgotten.
 	w.tookReportEntries("ns/x", "uid-1", []string{"b"}, []any{map[string]any{"name": "b", "status": "UpdateFailed"}})
 	w.wrotePeerEntries("ns/x", used)
-	got, used = w.withPeerEntries("ns/x", "uid-1", old, keep)
+	got, used = w.withPeerEntries("ns/x", "uid-1", 1, old, keep)
 	if len(used) != 1 || used["b"] == 0 {
 		t.Fatalf("after the write: used %v, want b's newer report only", used)
 	}
 	// Reports of an object since replaced are not used.
-	if got, used := w.withPeerEntries("ns/x", "uid-2", old, keep); used != nil || len(got["clusters"].([]any)) != 3 {
+	if got, used := w.withPeerEntries("ns/x", "uid-2", 1, old, keep); used != nil || len(got["clusters"].([]any)) != 3 {
 		t.Fatalf("a report of the replaced object was used: %v", got)
 	}
 }
@@ -65,7 +71,7 @@ func TestOnlyTheOwnerUsesOthersEntries(t *testing.T) {
 	w := peerWorker("r1", "r3")
 	w.tookReportEntries("ns/x", "uid-1", []string{"b"}, []any{map[string]any{"name": "b"}})
 	old := map[string]any{}
-	if got, used := w.withPeerEntries("ns/x", "uid-1", old, func(c string) bool { return c == "a" }); used != nil || len(got) != 0 {
+	if got, used := w.withPeerEntries("ns/x", "uid-1", 1, old, func(c string) bool { return c == "a" }); used != nil || len(got) != 0 {
 		t.Fatalf("a replica that does not own the object used others' entries: %v", got)
 	}
 }
@@ -77,7 +83,7 @@ func TestOthersEntriesExpire(t *testing.T) {
 	e := h.clusters["b"]
 	e.at = time.Now().Add(-peerEntryTTL - time.Second)
 	h.clusters["b"] = e
-	if _, used := w.withPeerEntries("ns/x", "uid-1", map[string]any{}, func(string) bool { return false }); used != nil {
+	if _, used := w.withPeerEntries("ns/x", "uid-1", 1, map[string]any{}, func(string) bool { return false }); used != nil {
 		t.Fatalf("an expired report was used: %v", used)
 	}
 	if _, held := w.peerIn["ns/x"]; held {
@@ -88,4 +94,158 @@ func TestOthersEntriesExpire(t *testing.T) {
 // tookReportEntries is tookReport without the status queue.
 func (w *typeWorker) tookReportEntries(key string, uid types.UID, clusters []string, entries []any) {
 	w.holdReport(peerReport{Key: key, UID: uid, Clusters: clusters, Entries: entries})
+}
+
+// The owner of a new or changed object waits for the word of the replicas
+// serving its other members on that generation for as long as they may
+// hold their own (their plan can come later than the owner's, and each
+// waits up to statusHold for its members), then writes without it; a
+// report of the generation ends the wait, one of an earlier generation
+// does not.
+func TestOwnerWaitsForOthersWordOnAGeneration(t *testing.T) {
+	w := peerWorker("r1", "r1")
+	w.changed = map[string]changeSeen{}
+	w.e.clustersWatched.Store(true)
+	w.e.clusters.Store(&cachedClusterSet{set: placement.NewClusterSet([]placement.Cluster{
+		{Name: "a", Ready: true}, {Name: "b", Ready: true},
+	})})
+	fed := &unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"namespace": "ns", "name": "x", "uid": "uid-1", "generation": int64(1)},
+		"spec":     map[string]any{"placement": map[string]any{"clusters": []any{map[string]any{"name": "a"}, map[string]any{"name": "b"}}}},
+	}}
+	keep := func(c string) bool { return c == "a" }
+	seen := func(generation int64, ago time.Duration) {
+		fed.SetGeneration(generation)
+		w.changed["ns/x"] = changeSeen{generation: generation, at: time.Now().Add(-ago)}
+	}
+	report := func(generation int64) {
+		w.holdReport(peerReport{Key: "ns/x", UID: "uid-1", Generation: generation, Clusters: []string{"b"}, Entries: []any{map[string]any{"name": "b"}}})
+	}
+
+	// A new object seen 1.5 s ago, past a hold of the replica serving b
+	// that began a moment after ours: still waiting for b.
+	seen(1, 1500*time.Millisecond)
+	if wait := w.gatherPeers("ns/x", fed, keep); wait <= 0 || wait > peerGather {
+		t.Fatalf("waited %v for b's entry 1.5 s after the object was seen, want the rest of %v", wait, peerGather)
+	}
+	report(1)
+	if wait := w.gatherPeers("ns/x", fed, keep); wait != 0 {
+		t.Fatalf("waited %v with b's entry held", wait)
+	}
+	// Without it, the wait ends.
+	w.forgetPeer("ns/x")
+	seen(1, peerGather+time.Second)
+	if wait := w.gatherPeers("ns/x", fed, keep); wait != 0 {
+		t.Fatalf("waited %v past %v", wait, peerGather)
+	}
+
+	// Changed: the host lists both entries, of generation 1. The owner
+	// waits for b's word on generation 2.
+	fed.Object["status"] = map[string]any{"observedGeneration": int64(1), "clusters": []any{map[string]any{"name": "a"}, map[string]any{"name": "b"}}}
+	seen(2, 0)
+	report(1)
+	if wait := w.gatherPeers("ns/x", fed, keep); wait <= 0 {
+		t.Fatal("wrote a changed object's status with only a report of its earlier generation")
+	}
+	report(2)
+	if wait := w.gatherPeers("ns/x", fed, keep); wait != 0 {
+		t.Fatalf("waited %v with b's word on generation 2", wait)
+	}
+	// Once the status is of generation 2, nothing more is waited for.
+	w.forgetPeer("ns/x")
+	fed.Object["status"].(map[string]any)["observedGeneration"] = int64(2)
+	if wait := w.gatherPeers("ns/x", fed, keep); wait != 0 {
+		t.Fatalf("waited %v after the generation's status was written", wait)
+	}
+
+	// A replica that does not own the object does not wait.
+	other := peerWorker("r2", "r1")
+	other.changed = map[string]changeSeen{"ns/x": {generation: 3, at: time.Now()}}
+	other.e.clusters.Store(w.e.clusters.Load())
+	other.e.clustersWatched.Store(true)
+	fed.SetGeneration(3)
+	if wait := other.gatherPeers("ns/x", fed, func(c string) bool { return c == "b" }); wait != 0 {
+		t.Fatalf("a replica that does not own the object waited %v", wait)
+	}
+}
+
+// sendingPeers is fakePeers that hands every message sent on.
+type sendingPeers struct {
+	fakePeers
+	sent chan []byte
+}
+
+func (p sendingPeers) Send(_ context.Context, _ string, body []byte) error {
+	p.sent <- body
+	return nil
+}
+
+// A replica tells the owner its entries of a changed object even when they
+// are those the host shows: the owner waits for its word. Once the host
+// shows the generation, nothing is sent.
+func TestSenderReportsUnchangedEntriesOfANewGeneration(t *testing.T) {
+	w := peerWorker("r2", "r1")
+	peers := sendingPeers{fakePeers: fakePeers{self: "r2", owner: "r1"}, sent: make(chan []byte, 1)}
+	w.e.opts.Peers = peers
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w.e.ctx = ctx
+	w.e.outbox = newPeerOutbox(w.e)
+	w.e.clustersWatched.Store(true)
+	w.e.clusters.Store(&cachedClusterSet{set: placement.NewClusterSet([]placement.Cluster{{Name: "b", Ready: true}})})
+	keep := func(c string) bool { return c == "b" }
+	fed := &unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"namespace": "ns", "name": "x", "uid": "uid-1", "generation": int64(2)},
+	}}
+	entries := []any{map[string]any{"name": "b"}}
+	old := map[string]any{"observedGeneration": int64(1), "clusters": entries}
+	status := map[string]any{"observedGeneration": int64(2), "clusters": entries}
+	if _, done := w.reportToOwner("ns/x", fed, old, status, keep, false); !done {
+		t.Fatal("not handed to the owner")
+	}
+	select {
+	case body := <-peers.sent:
+		var m peerMessage
+		if err := json.Unmarshal(body, &m); err != nil {
+			t.Fatal(err)
+		}
+		if len(m.Reports) != 1 || m.Reports[0].Generation != 2 || !slices.Equal(m.Reports[0].Clusters, []string{"b"}) {
+			t.Fatalf("sent %+v, want one report of b for generation 2", m.Reports)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("nothing sent to the owner")
+	}
+	// The host shows generation 2: done, and nothing sent (nothing
+	// recorded as sent, which precedes every send).
+	w.forgetSent("ns/x")
+	if _, done := w.reportToOwner("ns/x", fed, status, status, keep, false); !done {
+		t.Fatal("not done with the entries the host shows")
+	}
+	if sent, ok := w.peerSent["ns/x"]; ok {
+		t.Fatalf("sent again for a generation the host shows: %+v", sent)
+	}
+	// Deleting the object raised its generation, for which no status is
+	// written: entries the host shows are not sent.
+	fed.SetGeneration(3)
+	fed.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
+	if _, done := w.reportToOwner("ns/x", fed, status, status, keep, false); !done {
+		t.Fatal("not done with the entries the host shows of an object being deleted")
+	}
+	if sent, ok := w.peerSent["ns/x"]; ok {
+		t.Fatalf("sent unchanged entries of an object being deleted: %+v", sent)
+	}
+}
+
+// Entries reported on a generation the owner's cache does not show yet
+// wait for it: a write of the earlier generation does not carry them.
+func TestOthersEntriesOfALaterGenerationWait(t *testing.T) {
+	w := peerWorker("r1", "r1")
+	w.holdReport(peerReport{Key: "ns/x", UID: "uid-1", Generation: 3, Clusters: []string{"b"}, Entries: []any{map[string]any{"name": "b", "status": "WaitingForRemoval"}}})
+	keep := func(c string) bool { return c == "a" }
+	if _, used := w.withPeerEntries("ns/x", "uid-1", 2, map[string]any{}, keep); used != nil {
+		t.Fatalf("entries of generation 3 used for a write of generation 2: %v", used)
+	}
+	if _, used := w.withPeerEntries("ns/x", "uid-1", 3, map[string]any{}, keep); len(used) != 1 {
+		t.Fatalf("entries of generation 3 not used for its write: %v", used)
+	}
 }

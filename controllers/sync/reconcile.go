@@ -1032,8 +1032,8 @@ func (w *typeWorker) countsOf(obj *unstructured.Unstructured) map[string]int64 {
 }
 
 func (w *typeWorker) reportTemplateProblems(fed *unstructured.Unstructured) {
-	observed, _, _ := unstructured.NestedInt64(fed.Object, "status", "observedGeneration")
-	if observed == fed.GetGeneration() {
+	status, _ := fed.Object["status"].(map[string]any)
+	if observedGeneration(status) == fed.GetGeneration() {
 		return
 	}
 	p := checkTemplate(fed.Object)

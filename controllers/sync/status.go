@@ -355,7 +355,7 @@ func (w *typeWorker) othersHold(ctx context.Context, fed *unstructured.Unstructu
 	status, _ := fed.Object["status"].(map[string]any)
 	// Entries other replicas sent this one, as their owner, say sooner
 	// than the host that their copies are gone.
-	status, _ = w.withPeerEntries(objectKey(fed), fed.GetUID(), status, keep)
+	status, _ = w.withPeerEntries(objectKey(fed), fed.GetUID(), fed.GetGeneration(), status, keep)
 	entries, _ := status["clusters"].([]any)
 	listed := map[string]bool{}
 	for _, e := range entries {
@@ -545,7 +545,7 @@ func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructu
 	statusOf := func(old map[string]any) map[string]any {
 		all := outcomes
 		if keep != nil && reason == "" {
-			old, used = w.withPeerEntries(key, fed.GetUID(), old, keep)
+			old, used = w.withPeerEntries(key, fed.GetUID(), fed.GetGeneration(), old, keep)
 			all = append(slices.Clone(outcomes), othersOutcomes(old, keep)...)
 		}
 		return buildStatus(old, fed.GetGeneration(), all, reason, message, time.Now(), w.aggregation)

@@ -40,11 +40,12 @@
 //	                alone); a flip shorter than
 //	                -unavailable-delay (default 60s) re-plans none of the
 //	                member's objects, a longer one all of them, twice
-//	scale-out       a wave of -scale-n objects with the controller-manager, then,
-//	                deleted and replaced by 3 replicas with --scale-out, the same
-//	                wave again, and one during which a replica is killed: peak RSS
-//	                per replica and throughput as ratios to one replica's, time to
-//	                converge and copies created twice
+//	scale-out       a wave of -scale-n objects with the controller-manager,
+//	                updated, then, deleted and replaced by 3 replicas with
+//	                --scale-out, the same wave again (updated too), and one
+//	                during which a replica is killed: peak RSS per replica and
+//	                throughput as ratios to one replica's, time to converge and
+//	                copies created twice
 //
 // Presence in the members is observed with watches (informers) on every
 // member, never by polling; latency runs from the moment the bench sends a

@@ -21,7 +21,12 @@ const (
 	scenarioScaleOne    = "scale-out: 1 replica"
 	scenarioScaleMany   = "scale-out: 3 replicas"
 	scenarioScaleKilled = "scale-out: replica killed"
-	scaleReplicas       = 3
+	// The updates of the waves' objects: not ratios, their host writes
+	// per object compare (with three replicas, one status write per
+	// updated object takes every replica's word on the generation).
+	scenarioScaleOneUpdate  = "scale-out: update (1 replica)"
+	scenarioScaleManyUpdate = "scale-out: update (3 replicas)"
+	scaleReplicas           = 3
 )
 
 // scaleOutWaves runs the scale-out scenarios; they run last, as they leave
@@ -29,6 +34,9 @@ const (
 func (r *runner) scaleOutWaves(ctx context.Context) error {
 	n := r.o.scaleN
 	if err := r.createWave(ctx, scenarioScaleOne, "so", n, 0); err != nil {
+		return err
+	}
+	if err := r.updateWave(ctx, scenarioScaleOneUpdate, "so", n); err != nil {
 		return err
 	}
 	// The replicas start over the same number of objects as the single
@@ -40,6 +48,9 @@ func (r *runner) scaleOutWaves(ctx context.Context) error {
 		return err
 	}
 	if err := r.createWave(ctx, scenarioScaleMany, "sm", n, 0); err != nil {
+		return err
+	}
+	if err := r.updateWave(ctx, scenarioScaleManyUpdate, "sm", n); err != nil {
 		return err
 	}
 	// The killed wave too starts over as many objects as the single

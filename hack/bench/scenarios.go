@@ -107,7 +107,7 @@ func (r *runner) runAll(ctx context.Context) error {
 		run  func(context.Context) error
 	}{
 		{"create-rate", scenarioCreateRate, func(ctx context.Context) error { return r.createWave(ctx, scenarioCreateRate, "r", n, r.o.rate) }},
-		{"update", scenarioUpdate, func(ctx context.Context) error { return r.updateWave(ctx, "r", n) }},
+		{"update", scenarioUpdate, func(ctx context.Context) error { return r.updateWave(ctx, scenarioUpdate, "r", n) }},
 		{"override", scenarioOverride, func(ctx context.Context) error { return r.overrideWave(ctx, "r", n) }},
 		{"steady", "steady", func(ctx context.Context) error {
 			if err := r.idle(ctx); err != nil {
@@ -549,9 +549,9 @@ func (r *runner) patchWave(ctx context.Context, res *result, items []item, want 
 }
 
 // updateWave changes one template field of every object of a wave.
-func (r *runner) updateWave(ctx context.Context, prefix string, n int) error {
+func (r *runner) updateWave(ctx context.Context, scenario, prefix string, n int) error {
 	items := waveItems(prefix, n)
-	return r.patchWave(ctx, r.newResult(scenarioUpdate, len(items), 0), items,
+	return r.patchWave(ctx, r.newResult(scenario, len(items), 0), items,
 		func(it item, c string) (string, bool) {
 			return wantState(it.r, version{revision: 1}, c), c != hostName
 		},
