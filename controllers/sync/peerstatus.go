@@ -574,32 +574,49 @@ func (o *peerOutbox) undelivered(m peerMessage) {
 // write, not one per replica. With Pull members the replicas write their
 // own entries, and nothing is waited for.
 func (w *typeWorker) gatherPeers(key string, fed *unstructured.Unstructured, keep func(string) bool) time.Duration {
-	if keep == nil || !w.owns(key) || w.e.anyPulled() {
+	if keep == nil {
 		return 0
 	}
 	w.changedMu.Lock()
 	c, ok := w.changed[key]
 	w.changedMu.Unlock()
-	generation := fed.GetGeneration()
-	if !ok || c.generation != generation {
+	if !ok || c.generation != fed.GetGeneration() {
 		return 0
 	}
 	left := peerGather - time.Since(c.at)
 	if left <= 0 {
 		return 0
 	}
-	old, _ := fed.Object["status"].(map[string]any)
 	w.statusMu.Lock()
 	rec, wrote := w.statusWritten[key]
 	w.statusMu.Unlock()
-	if !gathering(fed, old) || wrote && observedGeneration(rec.status) >= generation {
-		// Written for this generation already (the cache may not show
-		// our write yet): what comes now is taken as it comes.
+	if wrote && observedGeneration(rec.status) >= fed.GetGeneration() {
+		// Written for this generation already, and the cache does not
+		// show it yet: what comes now is taken as it comes.
 		return 0
+	}
+	old, _ := fed.Object["status"].(map[string]any)
+	if len(w.unreported(key, fed, old, keep)) > 0 {
+		return left
+	}
+	return 0
+}
+
+// unreported are, on the replica that writes the status of the object at
+// key for every replica, the members fed's placement selects and another
+// replica serves that have no report of fed's generation from it, while
+// old (the status being written over) is of an earlier generation: past
+// the owner's wait for them (gatherPeers), their entries of the earlier
+// generation say nothing of this one, and they are reported as still
+// propagating, as a replica reports its own members that have not
+// answered a new plan.
+func (w *typeWorker) unreported(key string, fed *unstructured.Unstructured, old map[string]any, keep func(string) bool) map[string]bool {
+	if w.e.opts.Peers == nil || w.e.anyPulled() || !gathering(fed, old) || !w.owns(key) {
+		return nil
 	}
 	pl, err := placement.FromUnstructured(fed.Object)
 	if err != nil {
-		return 0
+		return nil
 	}
 	var others []string
 	for _, m := range w.e.clusterSet().Select(pl).Clusters {
@@ -610,12 +627,39 @@ func (w *typeWorker) gatherPeers(key string, fed *unstructured.Unstructured, kee
 	w.peerMu.Lock()
 	defer w.peerMu.Unlock()
 	h := w.peerIn[key]
+	out := map[string]bool{}
 	for _, m := range others {
-		if h == nil || h.uid != fed.GetUID() || h.clusters[m].generation < generation {
-			return left
+		if h == nil || h.uid != fed.GetUID() || h.clusters[m].generation < fed.GetGeneration() {
+			out[m] = true
 		}
 	}
-	return 0
+	return out
+}
+
+// unreportedMessage is the message of a member whose replica has not
+// reported on the object's generation yet.
+const unreportedMessage = "the replica serving the cluster has not reported on this generation yet"
+
+// markUnreported is outcomes with the members of unreported as still
+// propagating, added when they have no outcome.
+func markUnreported(outcomes []outcome, unreported map[string]bool) []outcome {
+	if len(unreported) == 0 {
+		return outcomes
+	}
+	seen := map[string]bool{}
+	for i := range outcomes {
+		o := &outcomes[i]
+		if unreported[o.cluster] {
+			o.status, o.message, o.listed = Propagating, unreportedMessage, true
+			seen[o.cluster] = true
+		}
+	}
+	for _, m := range slices.Sorted(maps.Keys(unreported)) {
+		if !seen[m] {
+			outcomes = append(outcomes, outcome{cluster: m, listed: true, status: Propagating, message: unreportedMessage})
+		}
+	}
+	return outcomes
 }
 
 // gathering reports whether the owner of fed, whose status is status,

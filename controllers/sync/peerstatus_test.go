@@ -249,3 +249,59 @@ func TestOthersEntriesOfALaterGenerationWait(t *testing.T) {
 		t.Fatalf("entries of generation 3 not used for its write: %v", used)
 	}
 }
+
+// Past the owner's wait, a member whose replica has not reported on the
+// object's generation is written as still propagating, not with its entry
+// of the earlier generation, nor left out of a new object's status; once
+// the status is of that generation, entries are taken as they are.
+func TestMembersWithoutWordOnAGenerationArePropagating(t *testing.T) {
+	w := peerWorker("r1", "r1")
+	w.e.clustersWatched.Store(true)
+	w.e.clusters.Store(&cachedClusterSet{set: placement.NewClusterSet([]placement.Cluster{
+		{Name: "a", Ready: true}, {Name: "b", Ready: true}, {Name: "c", Ready: true},
+	})})
+	fed := &unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"namespace": "ns", "name": "x", "uid": "uid-1", "generation": int64(2)},
+		"spec": map[string]any{"placement": map[string]any{"clusters": []any{
+			map[string]any{"name": "a"}, map[string]any{"name": "b"}, map[string]any{"name": "c"},
+		}}},
+	}}
+	keep := func(m string) bool { return m == "a" }
+	old := map[string]any{"observedGeneration": int64(1), "clusters": []any{
+		map[string]any{"name": "a"}, map[string]any{"name": "b"}, map[string]any{"name": "c", "status": "CreationFailed"},
+	}}
+	w.holdReport(peerReport{Key: "ns/x", UID: "uid-1", Generation: 2, Clusters: []string{"b"}, Entries: []any{map[string]any{"name": "b"}}})
+	unreported := w.unreported("ns/x", fed, old, keep)
+	if len(unreported) != 1 || !unreported["c"] {
+		t.Fatalf("unreported %v, want c alone (b reported on generation 2, a is ours)", unreported)
+	}
+	merged, _ := w.withPeerEntries("ns/x", "uid-1", 2, old, keep)
+	got := markUnreported(append([]outcome{{cluster: "a", listed: true}}, othersOutcomes(merged, keep)...), unreported)
+	byName := map[string]outcome{}
+	for _, o := range got {
+		byName[o.cluster] = o
+	}
+	if len(got) != 3 || byName["a"].status != "" || byName["b"].status != "" || byName["c"].status != Propagating || byName["c"].message != unreportedMessage {
+		t.Fatalf("outcomes %+v: want a and b as they are, c still propagating", got)
+	}
+
+	// A new object: members without a report are listed as propagating.
+	w.forgetPeer("ns/x")
+	fed.SetGeneration(1)
+	got = markUnreported([]outcome{{cluster: "a", listed: true}}, w.unreported("ns/x", fed, nil, keep))
+	if len(got) != 3 || got[1].cluster != "b" || got[1].status != Propagating || !got[1].listed || got[2].cluster != "c" || got[2].status != Propagating {
+		t.Fatalf("outcomes of a new object %+v: want b and c added as still propagating", got)
+	}
+
+	// The status is of this generation: entries stand as they are.
+	if u := w.unreported("ns/x", fed, map[string]any{"observedGeneration": int64(1)}, keep); len(u) != 0 {
+		t.Fatalf("unreported %v once the status is of the object's generation", u)
+	}
+	// Nor does a replica that does not own the object mark anything.
+	other := peerWorker("r2", "r1")
+	other.e.clusters.Store(w.e.clusters.Load())
+	other.e.clustersWatched.Store(true)
+	if u := other.unreported("ns/x", fed, nil, func(m string) bool { return m == "b" }); len(u) != 0 {
+		t.Fatalf("a replica that does not own the object found %v unreported", u)
+	}
+}

@@ -545,8 +545,9 @@ func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructu
 	statusOf := func(old map[string]any) map[string]any {
 		all := outcomes
 		if keep != nil && reason == "" {
+			unreported := w.unreported(key, fed, old, keep)
 			old, used = w.withPeerEntries(key, fed.GetUID(), fed.GetGeneration(), old, keep)
-			all = append(slices.Clone(outcomes), othersOutcomes(old, keep)...)
+			all = markUnreported(append(slices.Clone(outcomes), othersOutcomes(old, keep)...), unreported)
 		}
 		return buildStatus(old, fed.GetGeneration(), all, reason, message, time.Now(), w.aggregation)
 	}
