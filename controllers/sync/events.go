@@ -14,8 +14,11 @@ import (
 )
 
 // eventWindow is how long a federated object's per-member event waits for
-// the same event of its other members, to be recorded as one.
-const eventWindow = time.Second
+// the same event of its other members, to be recorded as one: as long as
+// its status write waits for members that have not answered (statusHold).
+// A member's queue can hold a wave's work longer than another's; with a
+// second, one created object in seven was two events with six members.
+const eventWindow = statusHold
 
 // maxEventClusters is how many member names one event lists; the rest are
 // counted.

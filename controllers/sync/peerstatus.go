@@ -69,12 +69,13 @@ const peerEntryTTL = 30 * time.Second
 // peerGather is how long, from when it saw a new or changed object, its
 // owner waits for the other replicas' word on its members, to write their
 // entries with its own. A replica sends its entries once its members
-// answered, within statusHold of its plan, and its plan may come later
-// than the owner's by what its own queue held before it: a wait of 1 s
+// answered (within statusHold of its plan) and reported on their copies
+// (within reportHold of the answer), and its plan may come later than the
+// owner's by what its own queue held before it: a wait of 1 s
 // wrote a new Deployment's status twice with three replicas (1.84 writes
 // per object), once without the entries of members still being answered
 // and again when they came.
-const peerGather = statusHold + 2*time.Second
+const peerGather = statusHold + reportHold + 2*time.Second
 
 // peerLinger is how long a message waits for more to go with it.
 const peerLinger = 20 * time.Millisecond

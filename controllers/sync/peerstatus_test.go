@@ -99,9 +99,9 @@ func (w *typeWorker) tookReportEntries(key string, uid types.UID, clusters []str
 // The owner of a new or changed object waits for the word of the replicas
 // serving its other members on that generation for as long as they may
 // hold their own (their plan can come later than the owner's, and each
-// waits up to statusHold for its members), then writes without it; a
-// report of the generation ends the wait, one of an earlier generation
-// does not.
+// waits up to reportHold for its members to answer and report), then
+// writes without it; a report of the generation ends the wait, one of an
+// earlier generation does not.
 func TestOwnerWaitsForOthersWordOnAGeneration(t *testing.T) {
 	w := peerWorker("r1", "r1")
 	w.changed = map[string]changeSeen{}

@@ -193,21 +193,25 @@ func (w *typeWorker) dropState(key string) {
 // planFor returns the plan a member must carry out for a federated object,
 // or nil when it has none.
 func (w *typeWorker) planFor(key, cluster string) *clusterPlan {
-	p, _ := w.planAndWait(key, cluster)
+	p, _ := w.planAndHold(key, cluster)
 	return p
 }
 
-// planAndWait is planFor and whether the plan's latest outcome waits for
-// the member to report on the copy (outcome.unobserved).
-func (w *typeWorker) planAndWait(key, cluster string) (*clusterPlan, bool) {
+// planAndHold is planFor and, when the plan's latest outcome waits for the
+// member to report on the copy (outcome.unobserved), when that wait
+// started (see outcome.heldSince); zero otherwise.
+func (w *typeWorker) planAndHold(key, cluster string) (*clusterPlan, time.Time) {
 	w.stateMu.RLock()
 	defer w.stateMu.RUnlock()
 	if st := w.states[key]; st != nil {
 		if e := st.clusters[cluster]; e != nil {
-			return e.plan, e.current() && e.result.unobserved
+			if e.current() && e.result.unobserved {
+				return e.plan, e.result.heldSince(e.plan)
+			}
+			return e.plan, time.Time{}
 		}
 	}
-	return nil, false
+	return nil, time.Time{}
 }
 
 // resultChange says how a recorded outcome differs from the previous one.
@@ -235,6 +239,11 @@ func (w *typeWorker) recordResult(key, cluster string, plan *clusterPlan, o outc
 		return resultSame
 	}
 	prev, wasCurrent := e.result, e.current()
+	if wasCurrent && prev != nil && o.heldFrom.IsZero() {
+		// A later look at the copy the member answered for: its hold
+		// still runs from the answer.
+		o.heldFrom = prev.heldFrom
+	}
 	e.result, e.resultOf = &o, plan
 	switch {
 	case !wasCurrent || prev == nil:
@@ -254,6 +263,14 @@ func (w *typeWorker) recordResult(key, cluster string, plan *clusterPlan, o outc
 // rather than holding back the status of the others.
 const statusHold = 2 * time.Second
 
+// reportHold is how long a status write waits, from a member's answer to
+// the write of its copy, for the member to report on that copy
+// (outcome.unobserved): its controllers' first pass over a new copy,
+// which a busy member takes seconds over. With a hold of statusHold from
+// the plan, a third of a full-speed wave's new Deployments were written
+// twice, their members' second report coming after the write.
+const reportHold = 2 * statusHold
+
 // Propagating is the status of a member whose write is still under way
 // past statusHold: slow or hung, and not yet timed out or found NotReady.
 // It is ours, not KubeFed's, which waited for every member in one reconcile.
@@ -268,15 +285,10 @@ type statusView struct {
 	wait time.Duration
 }
 
-// holds reports whether plan, made at plan.created, is still within
-// statusHold at now, and if so keeps the soonest end of a hold in v.wait.
-func (v *statusView) holds(plan *clusterPlan, now time.Time) bool {
-	return v.holdsFrom(plan.created, now)
-}
-
-// holdsFrom is holds for a hold that started at start.
-func (v *statusView) holdsFrom(start, now time.Time) bool {
-	left := statusHold - now.Sub(start)
+// holds reports whether a hold of length hold that started at start is
+// still on at now, and if so keeps the soonest end of a hold in v.wait.
+func (v *statusView) holds(start time.Time, hold time.Duration, now time.Time) bool {
+	left := hold - now.Sub(start)
 	if left <= 0 {
 		return false
 	}
@@ -309,13 +321,13 @@ func (st *objectState) view(now time.Time, keep func(string) bool) statusView {
 			}
 			// A copy written a moment ago: the member's controllers are
 			// about to report on it.
-			if e.result.unobserved && e.plan != nil && v.holdsFrom(laterOf(e.plan.created, e.result.heldFrom), now) {
+			if e.result.unobserved && e.plan != nil && v.holds(e.result.heldSince(e.plan), reportHold, now) {
 				continue
 			}
 			v.outcomes = append(v.outcomes, *e.result)
 			continue
 		}
-		if v.holds(e.plan, now) {
+		if v.holds(e.plan.created, statusHold, now) {
 			continue
 		}
 		o := outcome{cluster: name, listed: true, status: Propagating,

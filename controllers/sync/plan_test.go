@@ -241,7 +241,7 @@ func TestViewHoldsForMembersUnderWayThenReportsThem(t *testing.T) {
 }
 
 // A copy written a moment ago whose member has not reported on it yet
-// holds the status write, up to statusHold, so that the write carries the
+// holds the status write, up to reportHold, so that the write carries the
 // member's first report rather than being followed by a second write.
 func TestViewWaitsForTheMembersFirstReport(t *testing.T) {
 	start := time.Now()
@@ -251,13 +251,14 @@ func TestViewWaitsForTheMembersFirstReport(t *testing.T) {
 		"a": {plan: p, result: &outcome{cluster: "a", listed: true, unobserved: true}, resultOf: p},
 	})
 	v := st.view(start.Add(500*time.Millisecond), nil)
-	if len(v.outcomes) != 0 || v.wait != statusHold-500*time.Millisecond {
-		t.Fatalf("before the member reports: outcomes %v, wait %v; want none and a wait of %v", v.outcomes, v.wait, statusHold-500*time.Millisecond)
+	if len(v.outcomes) != 0 || v.wait != reportHold-500*time.Millisecond {
+		t.Fatalf("before the member reports: outcomes %v, wait %v; want none and a wait of %v", v.outcomes, v.wait, reportHold-500*time.Millisecond)
 	}
-	if _, waits := (&typeWorker{states: map[string]*objectState{"k": st}}).planAndWait("k", "a"); !waits {
-		t.Error("planAndWait does not say the copy awaits its member's report")
+	w := &typeWorker{states: map[string]*objectState{"k": st}}
+	if _, held := w.planAndHold("k", "a"); !held.Equal(start) {
+		t.Errorf("planAndHold says the copy's hold started at %v, want the plan's %v", held, start)
 	}
-	v = st.view(start.Add(statusHold+time.Millisecond), nil)
+	v = st.view(start.Add(reportHold+time.Millisecond), nil)
 	if len(v.outcomes) != 1 || v.wait != 0 {
 		t.Fatalf("past the hold: outcomes %v, wait %v; want the outcome written as it is", v.outcomes, v.wait)
 	}
@@ -265,10 +266,46 @@ func TestViewWaitsForTheMembersFirstReport(t *testing.T) {
 	if v := st.view(start.Add(time.Millisecond), nil); len(v.outcomes) != 1 || v.wait != 0 {
 		t.Fatalf("once reported: outcomes %v, wait %v", v.outcomes, v.wait)
 	}
+	if _, held := w.planAndHold("k", "a"); !held.IsZero() {
+		t.Errorf("planAndHold says a reported copy still holds since %v", held)
+	}
+}
+
+// The hold for a member's report on a copy runs from the member's answer
+// to its write, which may have waited in the member's queue, and a later
+// look at the copy (its first report, a step its controller reports again
+// at once) keeps it.
+func TestHoldForAReportRunsFromTheAnswer(t *testing.T) {
+	start := time.Now()
+	fed := testFed(1, nil)
+	p := syncPlan(fed, start)
+	answered := start.Add(1500 * time.Millisecond)
+	st := stateOf(fed, map[string]*clusterEntry{"a": {plan: p}})
+	w := &typeWorker{states: map[string]*objectState{"k": st}}
+	w.recordResult("k", "a", p, outcome{cluster: "a", listed: true, unobserved: true, heldFrom: answered})
+	w.recordResult("k", "a", p, outcome{cluster: "a", listed: true, unobserved: true, remote: map[string]any{"phase": "halfway"}})
+	if _, held := w.planAndHold("k", "a"); !held.Equal(answered) {
+		t.Fatalf("the hold started at %v, want the answer's %v", held, answered)
+	}
+	at := start.Add(reportHold + 100*time.Millisecond)
+	if v := st.view(at, nil); len(v.outcomes) != 0 || v.wait != answered.Add(reportHold).Sub(at) {
+		t.Fatalf("%v after the plan, %v after the answer: outcomes %v, wait %v; want none and a wait of %v",
+			at.Sub(start), at.Sub(answered), v.outcomes, v.wait, answered.Add(reportHold).Sub(at))
+	}
+	if v := st.view(answered.Add(reportHold+time.Millisecond), nil); len(v.outcomes) != 1 || v.wait != 0 {
+		t.Fatalf("past the hold: outcomes %v, wait %v", v.outcomes, v.wait)
+	}
+	// A new plan's outcome does not inherit the earlier plan's answer.
+	next := syncPlan(fed, start.Add(time.Hour))
+	st.clusters["a"].plan = next
+	w.recordResult("k", "a", next, outcome{cluster: "a", listed: true, unobserved: true})
+	if _, held := w.planAndHold("k", "a"); !held.Equal(next.created) {
+		t.Errorf("a new plan's hold started at %v, want its own %v", held, next.created)
+	}
 }
 
 // A copy a member just removed holds the status write until its watch
-// shows the copy gone, within statusHold of the member's answer, however
+// shows the copy gone, within reportHold of the member's answer, however
 // long the removal waited for the member: the entry is dropped in one
 // write, never written WaitingForRemoval first.
 func TestViewWaitsForTheMembersWatchAfterARemoval(t *testing.T) {
@@ -281,11 +318,11 @@ func TestViewWaitsForTheMembersWatchAfterARemoval(t *testing.T) {
 			unobserved: true, heldFrom: answered}, resultOf: deleting},
 	})
 	v := st.view(answered.Add(500*time.Millisecond), nil)
-	if len(v.outcomes) != 0 || v.wait != statusHold-500*time.Millisecond {
+	if len(v.outcomes) != 0 || v.wait != reportHold-500*time.Millisecond {
 		t.Fatalf("a removal answered 500 ms ago, its plan %v old: outcomes %v, wait %v; want none and a wait of %v",
-			answered.Add(500*time.Millisecond).Sub(start), v.outcomes, v.wait, statusHold-500*time.Millisecond)
+			answered.Add(500*time.Millisecond).Sub(start), v.outcomes, v.wait, reportHold-500*time.Millisecond)
 	}
-	v = st.view(answered.Add(statusHold+time.Millisecond), nil)
+	v = st.view(answered.Add(reportHold+time.Millisecond), nil)
 	if len(v.outcomes) != 1 || v.outcomes[0].status != typesv1beta1.WaitingForRemoval || v.wait != 0 {
 		t.Fatalf("past the hold: outcomes %v, wait %v; want WaitingForRemoval written", v.outcomes, v.wait)
 	}
@@ -299,6 +336,18 @@ func TestObservedReadsTheMembersReport(t *testing.T) {
 			u.Object["status"] = status
 		}
 		return u
+	}
+	deployment := func(generation int64, status map[string]any) *unstructured.Unstructured {
+		u := copyWith(generation, status)
+		u.SetAPIVersion("apps/v1")
+		u.SetKind("Deployment")
+		return u
+	}
+	progressing := func(reason string) []any {
+		return []any{
+			map[string]any{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"},
+			map[string]any{"type": "Progressing", "status": "True", "reason": reason},
+		}
 	}
 	reported := &typeWorker{collectStatus: true}
 	for _, c := range []struct {
@@ -314,6 +363,15 @@ func TestObservedReadsTheMembersReport(t *testing.T) {
 		{"a kind without observedGeneration reported", reported, copyWith(1, map[string]any{"phase": "Active"}), true},
 		{"a kind without metadata.generation", reported, copyWith(0, nil), true},
 		{"status neither collected nor aggregated", &typeWorker{}, copyWith(1, nil), true},
+		// A new Deployment's first report, its ReplicaSet created, is
+		// followed by the rollout's; an update's, with the generation
+		// observed, too.
+		{"a new Deployment's ReplicaSet created", reported, deployment(1, map[string]any{"conditions": progressing("NewReplicaSetCreated")}), false},
+		{"an updated Deployment's ReplicaSet created", reported, deployment(2, map[string]any{"observedGeneration": int64(2), "conditions": progressing("NewReplicaSetCreated")}), false},
+		{"a Deployment available", reported, deployment(1, map[string]any{"observedGeneration": int64(1), "conditions": progressing("NewReplicaSetAvailable")}), true},
+		{"a Deployment rolling out", reported, deployment(1, map[string]any{"observedGeneration": int64(1), "conditions": progressing("ReplicaSetUpdated")}), true},
+		{"another kind with that reason", reported, copyWith(1, map[string]any{"conditions": progressing("NewReplicaSetCreated")}), true},
+		{"a Deployment, status not reported", &typeWorker{}, deployment(1, map[string]any{"conditions": progressing("NewReplicaSetCreated")}), true},
 	} {
 		if got := c.w.observed(c.obj); got != c.want {
 			t.Errorf("%s: observed %v, want %v", c.name, got, c.want)
@@ -544,9 +602,11 @@ func TestFirstReportDelay(t *testing.T) {
 	}{
 		{0, statusCoalesceDelay},
 		{500 * time.Millisecond, statusCoalesceDelay},
+		// Past statusHold, the member's report is still waited for.
+		{statusHold, statusCoalesceDelay},
 		// Late in the hold: only until shortly before it ends.
-		{1500 * time.Millisecond, 300 * time.Millisecond},
-		{statusHold, 0},
+		{reportHold - 500*time.Millisecond, 300 * time.Millisecond},
+		{reportHold, 0},
 		{time.Minute, 0},
 	} {
 		if got := firstReportDelay(created, created.Add(c.since)); got != c.want {

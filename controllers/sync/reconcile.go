@@ -77,13 +77,20 @@ type outcome struct {
 	checked string
 	// unobserved: the copy's status does not show yet that the member's
 	// controllers saw its latest spec (see typeWorker.observed). The status write
-	// waits for that, up to statusHold, rather than write the copy's
+	// waits for that, up to reportHold, rather than write the copy's
 	// status twice within a moment.
 	unobserved bool
-	// heldFrom is when a removal was answered: the hold of its unobserved
-	// outcome runs from then rather than from the plan, which may have
-	// waited for the member longer than statusHold.
+	// heldFrom is when the member answered the write of a copy (a create,
+	// an update, a removal): the hold of its unobserved outcome runs from
+	// then rather than from the plan, which may have waited in the
+	// member's queue. Later outcomes of the same plan keep it.
 	heldFrom time.Time
+}
+
+// heldSince is when the hold of the outcome of plan for the member's report
+// started: the member's answer, or the plan when nothing was written.
+func (o *outcome) heldSince(plan *clusterPlan) time.Time {
+	return laterOf(plan.created, o.heldFrom)
 }
 
 // reconcile plans the object at key; priority is the work's (prompt or
@@ -543,6 +550,7 @@ func (w *typeWorker) create(ctx context.Context, fed *unstructured.Unstructured,
 		w.recordEvent(fed, EventCreateInCluster, "Creating", w.target.kind, name, cluster, "")
 		out.remote, out.counts = w.remoteStatus(created), w.countsOf(created)
 		out.checked, out.unobserved = fingerprint(created), !w.observed(created)
+		out.heldFrom = time.Now()
 		return out
 	}
 	if apierrors.IsAlreadyExists(err) {
@@ -650,6 +658,7 @@ func (w *typeWorker) update(ctx context.Context, fed *unstructured.Unstructured,
 	w.recordEvent(fed, EventUpdateInCluster, "Updating", w.target.kind, name, cluster, note)
 	out.remote, out.counts = w.remoteStatus(updated), w.countsOf(updated)
 	out.checked, out.unobserved = fingerprint(updated), !w.observed(updated)
+	out.heldFrom = time.Now()
 	return out
 }
 
@@ -711,7 +720,7 @@ func (w *typeWorker) deleteCopy(ctx context.Context, fed *unstructured.Unstructu
 	w.forget(cluster, fed)
 	w.recordEvent(fed, EventDeleteInCluster, "Deleting", w.target.kind, current.GetName(), cluster, "")
 	// The member's watch is about to show the copy gone: the status write
-	// waits for it (within statusHold of the answer), rather than saying
+	// waits for it (within reportHold of the answer), rather than saying
 	// WaitingForRemoval and then writing again.
 	out.unobserved = true
 	if err == nil {
@@ -1009,17 +1018,40 @@ func (w *typeWorker) remoteStatus(obj *unstructured.Unstructured) any {
 // observed reports whether a member copy's status shows that the member's
 // controllers saw its latest spec, when its status is reported at all
 // (collected or aggregated): status.observedGeneration at the copy's
-// generation, or, for a kind without it, any status. A copy without
+// generation, or, for a kind without it, any status; and not a step its
+// controller reports again at once (halfReported). A copy without
 // metadata.generation, or whose status is not reported, counts as seen.
 func (w *typeWorker) observed(obj *unstructured.Unstructured) bool {
 	if (!w.collectStatus && w.aggregation == nil) || obj == nil || obj.GetGeneration() == 0 {
 		return true
 	}
 	status, _ := obj.Object["status"].(map[string]any)
+	if halfReported(obj, status) {
+		return false
+	}
 	if seen, found, err := unstructured.NestedInt64(status, "observedGeneration"); found && err == nil {
 		return seen >= obj.GetGeneration()
 	}
 	return len(status) > 0
+}
+
+// halfReported reports whether a copy's status is a step that the member's
+// controller follows with another report within a moment: a Deployment
+// whose Progressing condition says NewReplicaSetCreated. The Deployment
+// controller reports the ReplicaSet it created (without an
+// observedGeneration on a new Deployment), then reports the rollout under
+// way (ReplicaSetUpdated) or done (NewReplicaSetAvailable), in the same
+// sync or, when that write conflicts with the first, in the next. Writing
+// the first step would write the copy's status twice within a moment; on a
+// member whose controllers are busy, the second report can come seconds
+// later. The wait for it is bounded (reportHold): a rollout that stalls at
+// that step (its pods refused by a quota) is written as it stands.
+func halfReported(obj *unstructured.Unstructured, status map[string]any) bool {
+	if obj.GetKind() != "Deployment" || !strings.HasPrefix(obj.GetAPIVersion(), "apps/") {
+		return false
+	}
+	progressing := jsonvalue.Condition(status, "Progressing")
+	return progressing != nil && progressing["reason"] == "NewReplicaSetCreated"
 }
 
 // countsOf reads the counts that the type's status aggregation sums from a

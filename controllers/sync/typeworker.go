@@ -450,7 +450,7 @@ func (w *typeWorker) memberEvent(ev informermanager.Event) {
 		// A member handed over a moment ago; its new owner has it.
 		return
 	}
-	p, waits := w.planAndWait(key, ev.Cluster)
+	p, held := w.planAndHold(key, ev.Cluster)
 	if p == nil {
 		if statusOnly {
 			w.queue.AddAfter(key, statusCoalesceDelay)
@@ -461,7 +461,7 @@ func (w *typeWorker) memberEvent(ev informermanager.Event) {
 	}
 	d := w.e.dispatcher(ev.Cluster)
 	switch {
-	case ev.Type == informermanager.Updated && waits:
+	case ev.Type == informermanager.Updated && !held.IsZero():
 		// A copy written a moment ago that the member has not reported on
 		// yet, and the object's status write waits for that report: the
 		// member's controllers change a new copy several times within a
@@ -469,7 +469,7 @@ func (w *typeWorker) memberEvent(ev informermanager.Event) {
 		// reports its ReplicaSet created, then available), and the changes
 		// are taken together, within what is left of the write's hold, so
 		// that the write carries the last of them.
-		d.add(w.name, key, promptPriority, firstReportDelay(p.created, time.Now()))
+		d.add(w.name, key, promptPriority, firstReportDelay(held, time.Now()))
 	case statusOnly:
 		// A status change is coalesced.
 		d.add(w.name, key, promptPriority, statusCoalesceDelay)
@@ -478,13 +478,14 @@ func (w *typeWorker) memberEvent(ev informermanager.Event) {
 	}
 }
 
-// firstReportDelay is how long a change of a copy of a plan made at
-// created, not yet reported on by the member, waits for the changes that
-// follow it: the coalescing second, but no later than shortly before the
-// status write's hold ends, so that the write still carries the report.
-func firstReportDelay(created, now time.Time) time.Duration {
+// firstReportDelay is how long a change of a copy not yet reported on by
+// the member, whose status write has held since held, waits for the
+// changes that follow it: the coalescing second, but no later than shortly
+// before the status write's hold ends, so that the write still carries the
+// report.
+func firstReportDelay(held, now time.Time) time.Duration {
 	const margin = 200 * time.Millisecond
-	left := statusHold - now.Sub(created) - margin
+	left := reportHold - now.Sub(held) - margin
 	return max(0, min(statusCoalesceDelay, left))
 }
 
