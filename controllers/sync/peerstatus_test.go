@@ -236,6 +236,56 @@ func TestSenderReportsUnchangedEntriesOfANewGeneration(t *testing.T) {
 	}
 }
 
+// A sender whose entries the host does not show yet sends them again, and
+// leaves them to the owner for as long as the owner may still be waiting
+// for the other replicas' word (peerGather), before it writes them itself.
+func TestSenderLeavesItsEntriesToAnOwnerStillGathering(t *testing.T) {
+	w := peerWorker("r2", "r1")
+	peers := sendingPeers{fakePeers: fakePeers{self: "r2", owner: "r1"}, sent: make(chan []byte, 4)}
+	w.e.opts.Peers = peers
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w.e.ctx = ctx
+	w.e.outbox = newPeerOutbox(w.e)
+	w.e.clustersWatched.Store(true)
+	w.e.clusters.Store(&cachedClusterSet{set: placement.NewClusterSet([]placement.Cluster{{Name: "b", Ready: true}})})
+	keep := func(c string) bool { return c == "b" }
+	fed := &unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"namespace": "ns", "name": "x", "uid": "uid-1", "generation": int64(1)},
+	}}
+	status := map[string]any{"observedGeneration": int64(1), "clusters": []any{map[string]any{"name": "b"}}}
+	// elapse moves the last send back by d, as if d had passed since.
+	elapse := func(d time.Duration) {
+		w.peerMu.Lock()
+		defer w.peerMu.Unlock()
+		s := w.peerSent["ns/x"]
+		s.at = s.at.Add(-d)
+		w.peerSent["ns/x"] = s
+	}
+	sends := func() int {
+		w.peerMu.Lock()
+		defer w.peerMu.Unlock()
+		return w.peerSent["ns/x"].tries
+	}
+	if _, done := w.reportToOwner("ns/x", fed, nil, status, keep, false); !done || sends() != 1 {
+		t.Fatalf("first report: done %v after %d sends", done, sends())
+	}
+	elapse(peerConfirmWait)
+	if _, done := w.reportToOwner("ns/x", fed, nil, status, keep, false); !done || sends() != 2 {
+		t.Fatalf("not shown %v after the first send: done %v after %d sends, want it sent again", peerConfirmWait, done, sends())
+	}
+	// As long after the first send as the owner may gather the others'
+	// word: still the owner's to write.
+	elapse(peerGather - peerConfirmWait)
+	if wait, done := w.reportToOwner("ns/x", fed, nil, status, keep, false); !done || wait <= 0 {
+		t.Fatalf("%v after the first send, while the owner may still gather: done %v, wait %v; want it left to the owner", peerGather, done, wait)
+	}
+	elapse(peerConfirmWait)
+	if _, done := w.reportToOwner("ns/x", fed, nil, status, keep, false); done {
+		t.Fatalf("%v after the first send, past the owner's longest wait: still left to the owner", peerGather+peerConfirmWait)
+	}
+}
+
 // Entries reported on a generation the owner's cache does not show yet
 // wait for it: a write of the earlier generation does not carry them.
 func TestOthersEntriesOfALaterGenerationWait(t *testing.T) {
