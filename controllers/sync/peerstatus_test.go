@@ -180,20 +180,27 @@ func (p sendingPeers) Send(_ context.Context, _ string, body []byte) error {
 	return nil
 }
 
-// A replica tells the owner its entries of a changed object even when they
-// are those the host shows: the owner waits for its word. Once the host
-// shows the generation, nothing is sent.
-func TestSenderReportsUnchangedEntriesOfANewGeneration(t *testing.T) {
+// senderOfB is replica r2, which serves member b, reporting on objects
+// that r1 owns through peers, and the keep of its entries.
+func senderOfB(t *testing.T) (*typeWorker, sendingPeers, func(string) bool) {
+	t.Helper()
 	w := peerWorker("r2", "r1")
-	peers := sendingPeers{fakePeers: fakePeers{self: "r2", owner: "r1"}, sent: make(chan []byte, 1)}
+	peers := sendingPeers{fakePeers: fakePeers{self: "r2", owner: "r1"}, sent: make(chan []byte, 4)}
 	w.e.opts.Peers = peers
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 	w.e.ctx = ctx
 	w.e.outbox = newPeerOutbox(w.e)
 	w.e.clustersWatched.Store(true)
 	w.e.clusters.Store(&cachedClusterSet{set: placement.NewClusterSet([]placement.Cluster{{Name: "b", Ready: true}})})
-	keep := func(c string) bool { return c == "b" }
+	return w, peers, func(c string) bool { return c == "b" }
+}
+
+// A replica tells the owner its entries of a changed object even when they
+// are those the host shows: the owner waits for its word. Once the host
+// shows the generation, nothing is sent.
+func TestSenderReportsUnchangedEntriesOfANewGeneration(t *testing.T) {
+	w, peers, keep := senderOfB(t)
 	fed := &unstructured.Unstructured{Object: map[string]any{
 		"metadata": map[string]any{"namespace": "ns", "name": "x", "uid": "uid-1", "generation": int64(2)},
 	}}
@@ -240,16 +247,7 @@ func TestSenderReportsUnchangedEntriesOfANewGeneration(t *testing.T) {
 // leaves them to the owner for as long as the owner may still be waiting
 // for the other replicas' word (peerGather), before it writes them itself.
 func TestSenderLeavesItsEntriesToAnOwnerStillGathering(t *testing.T) {
-	w := peerWorker("r2", "r1")
-	peers := sendingPeers{fakePeers: fakePeers{self: "r2", owner: "r1"}, sent: make(chan []byte, 4)}
-	w.e.opts.Peers = peers
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	w.e.ctx = ctx
-	w.e.outbox = newPeerOutbox(w.e)
-	w.e.clustersWatched.Store(true)
-	w.e.clusters.Store(&cachedClusterSet{set: placement.NewClusterSet([]placement.Cluster{{Name: "b", Ready: true}})})
-	keep := func(c string) bool { return c == "b" }
+	w, _, keep := senderOfB(t)
 	fed := &unstructured.Unstructured{Object: map[string]any{
 		"metadata": map[string]any{"namespace": "ns", "name": "x", "uid": "uid-1", "generation": int64(1)},
 	}}
