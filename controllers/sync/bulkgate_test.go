@@ -7,6 +7,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"k8s.io/client-go/tools/record"
+
+	typesv1beta1 "github.com/kubefed-io/kubefed/api/types/v1beta1"
 )
 
 // Bulk writes go at full pace while no prompt work was seen for the quiet
@@ -201,5 +204,24 @@ func TestBulkStatusWriteGivesItsWorkerBack(t *testing.T) {
 	}
 	if len(w.statusWritten) != 0 {
 		t.Fatalf("a deferred write recorded %v", w.statusWritten)
+	}
+
+	// A write saying why the object goes nowhere records its Warning with
+	// the write: one deferred records none, or every turn it waited for
+	// would be one more event on the host.
+	events := record.NewFakeRecorder(10)
+	w.recorder = events
+	before = deferred(t)
+	requeue, err = w.writeStatus(wctx, "ns/a", fed, nil, typesv1beta1.ReasonNamespaceNotFederated, "the namespace is not federated", nil, true)
+	if err != nil || requeue != bulkFloor {
+		t.Fatalf("bulk status write with a reason, the gate's turn an hour away: requeue %v, err %v; want %v and none", requeue, err, bulkFloor)
+	}
+	if got := deferred(t) - before; got != 1 {
+		t.Fatalf("kubefed_bulk_status_writes_deferred_total rose by %v, want 1", got)
+	}
+	select {
+	case e := <-events.Events:
+		t.Fatalf("a deferred status write recorded the event %q", e)
+	default:
 	}
 }

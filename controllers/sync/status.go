@@ -573,14 +573,6 @@ func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructu
 	if keep != nil && w.owns(key) {
 		carries = func(string) bool { return true }
 	}
-	if reason != "" && (fedstatus.PropagationCondition(old) == nil || fedstatus.PropagationCondition(old)["reason"] != reason) {
-		w.recorder.Eventf(fed, corev1.EventTypeWarning, reason, "%s", message)
-	}
-	if log := w.log.V(1); log.Enabled() {
-		was, _ := json.Marshal(old)
-		now, _ := json.Marshal(status)
-		log.Info("writing status", "federatedObject", key, "old", string(was), "new", string(now))
-	}
 	if bulk {
 		release, ok, err := w.e.bulk.acquireWithin(ctx, bulkWorkerHold)
 		if err != nil {
@@ -596,6 +588,16 @@ func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructu
 		defer release()
 	} else {
 		w.e.bulk.prompt()
+	}
+	// Recorded and logged once the write has its turn: a bulk write that
+	// gave its worker back comes here again.
+	if reason != "" && (fedstatus.PropagationCondition(old) == nil || fedstatus.PropagationCondition(old)["reason"] != reason) {
+		w.recorder.Eventf(fed, corev1.EventTypeWarning, reason, "%s", message)
+	}
+	if log := w.log.V(1); log.Enabled() {
+		was, _ := json.Marshal(old)
+		now, _ := json.Marshal(status)
+		log.Info("writing status", "federatedObject", key, "old", string(was), "new", string(now))
 	}
 	// Others' entries the host cache shows hold digests of their remote
 	// statuses, which no write may carry: fromLive computes the status

@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"iter"
 	"maps"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/kubefed-io/kubefed/test/framework"
 )
 
 // Resources whose writes are counted, from each apiserver's
@@ -35,7 +35,7 @@ var readVerbs = []string{"GET", "LIST"}
 // parseReads sums the requests of readVerbs by "reads/<resource> <verb>".
 func parseReads(metrics string) writeCounts {
 	out := writeCounts{}
-	for line, n := range requestCounts(metrics) {
+	for line, n := range framework.RequestCounts(metrics) {
 		verb, resource := labelValue(line, "verb"), labelValue(line, "resource")
 		if slices.Contains(readVerbs, verb) && resource != "" {
 			out["reads/"+resource+" "+verb] += n
@@ -44,33 +44,11 @@ func parseReads(metrics string) writeCounts {
 	return out
 }
 
-// requestCounts yields each apiserver_request_total series of a metrics
-// text, its line and its count (lines whose count does not parse are
-// skipped).
-func requestCounts(metrics string) iter.Seq2[string, float64] {
-	return func(yield func(string, float64) bool) {
-		for line := range strings.Lines(metrics) {
-			line = strings.TrimRight(line, "\n")
-			if !strings.HasPrefix(line, "apiserver_request_total{") {
-				continue
-			}
-			fields := strings.Fields(line)
-			n, err := strconv.ParseFloat(fields[len(fields)-1], 64)
-			if err != nil {
-				continue
-			}
-			if !yield(line, n) {
-				return
-			}
-		}
-	}
-}
-
 // parseOtherWrites sums the writes of resources neither in counted nor
 // Leases.
 func parseOtherWrites(metrics string, counted []string) float64 {
 	total := 0.0
-	for line, n := range requestCounts(metrics) {
+	for line, n := range framework.RequestCounts(metrics) {
 		if !slices.ContainsFunc(writeVerbs, func(v string) bool { return strings.Contains(line, `verb="`+v+`"`) }) {
 			continue
 		}
@@ -143,7 +121,7 @@ func parseWrites(metrics string, resources []string) writeCounts {
 	for _, r := range resources {
 		out[r], out[r+"/status"] = 0, 0
 	}
-	for line, n := range requestCounts(metrics) {
+	for line, n := range framework.RequestCounts(metrics) {
 		write := false
 		for _, v := range writeVerbs {
 			if strings.Contains(line, `verb="`+v+`"`) {
@@ -236,7 +214,7 @@ type writeKinds map[string]float64
 // subresource by verb and code, keyed "resource VERB code".
 func parseWriteKinds(metrics string, resources []string) writeKinds {
 	out := writeKinds{}
-	for line, n := range requestCounts(metrics) {
+	for line, n := range framework.RequestCounts(metrics) {
 		if !strings.Contains(line, `subresource=""`) {
 			continue
 		}

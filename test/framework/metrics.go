@@ -3,15 +3,16 @@ package framework
 import (
 	"context"
 	"fmt"
+	"iter"
 	"strconv"
 	"strings"
 )
 
 // APIServerRequests sums the apiserver_request_total series of a cluster's
-// API server whose line match accepts (such as one naming a verb, resource
-// and code): the requests it served, a way to count writes that no cache
-// can hide.
-func APIServerRequests(ctx context.Context, c *Cluster, match func(line string) bool) (int, error) {
+// API server whose labels match accepts (such as labels naming a verb,
+// resource and code): the requests it served, a way to count writes that
+// no cache can hide.
+func APIServerRequests(ctx context.Context, c *Cluster, match func(labels string) bool) (int, error) {
 	series, err := APIServerRequestSeries(ctx, c, match)
 	return SeriesTotal(series), err
 }
@@ -26,24 +27,44 @@ func SeriesTotal(series map[string]int) int {
 }
 
 // APIServerRequestSeries is APIServerRequests by series: each matching
-// line's labels (verb, resource, code and the rest) and its count, for a
+// series' labels (verb, resource, code and the rest) and its count, for a
 // test to say which requests it did not expect.
-func APIServerRequestSeries(ctx context.Context, c *Cluster, match func(line string) bool) (map[string]int, error) {
+func APIServerRequestSeries(ctx context.Context, c *Cluster, match func(labels string) bool) (map[string]int, error) {
 	raw, err := c.Kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("metrics of %s: %w", c.Name, err)
 	}
 	series := map[string]int{}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(line, "apiserver_request_total{") || !match(line) {
-			continue
+	for labels, n := range RequestCounts(string(raw)) {
+		if match(labels) {
+			series[labels] += int(n)
 		}
-		i := strings.LastIndexByte(line, ' ')
-		n, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			return nil, fmt.Errorf("metrics of %s: %q: %w", c.Name, line, err)
-		}
-		series[strings.TrimPrefix(line[:i], "apiserver_request_total")] += int(n)
 	}
 	return series, nil
+}
+
+// RequestCounts yields each apiserver_request_total series of a Prometheus
+// metrics text: its labels ({verb="GET",resource="pods",...}) and its count.
+// Lines whose count does not parse are skipped. It is the one reader of
+// these counters for the tests and the bench.
+func RequestCounts(metrics string) iter.Seq2[string, float64] {
+	return func(yield func(string, float64) bool) {
+		for line := range strings.Lines(metrics) {
+			labels, ok := strings.CutPrefix(strings.TrimRight(line, "\n"), "apiserver_request_total{")
+			if !ok {
+				continue
+			}
+			i := strings.LastIndexByte(labels, ' ')
+			if i < 0 {
+				continue
+			}
+			n, err := strconv.ParseFloat(labels[i+1:], 64)
+			if err != nil {
+				continue
+			}
+			if !yield("{"+labels[:i], n) {
+				return
+			}
+		}
+	}
 }
