@@ -20,6 +20,15 @@ import (
 // second, one created object in seven was two events with six members.
 const eventWindow = statusHold
 
+// eventStatusWait is how long, at most, a burst of a generation whose
+// status is still to be written waits for that write, which records it
+// (memberEvents.written): the owner's longest wait for the other
+// replicas' word (peerGather). A member's answer past eventWindow but
+// before the status write (which waits for every member's report, up to
+// reportHold after its answer) joins the burst instead of making an event
+// of its own.
+const eventStatusWait = peerGather
+
 // maxEventClusters is how many member names one event lists; the rest are
 // counted.
 const maxEventClusters = 20
@@ -30,15 +39,19 @@ const maxEventClusters = 20
 // reason, once per burst rather than once per member: the members that
 // answer within eventWindow of the first share one event, "Creating
 // Deployment "web" in clusters "a", "b"", and one member alone reads as
-// KubeFed wrote it, "... in cluster "a"". With ten members a create was ten
+// KubeFed wrote it, "... in cluster "a"". A burst of a generation whose
+// status is still to be written is recorded with that write instead, up
+// to statusWait after its first member. With ten members a create was ten
 // host writes of events; it is one. Warnings, which carry one member's
 // error, are recorded at once and apart.
 type memberEvents struct {
-	recorder record.EventRecorder
-	window   time.Duration
+	recorder   record.EventRecorder
+	window     time.Duration
+	statusWait time.Duration
 
-	mu      gosync.Mutex
-	pending map[eventKey]*eventBurst
+	mu gosync.Mutex
+	// pending are the open bursts by object.
+	pending map[types.UID]map[eventKey]*eventBurst
 	stopped bool
 }
 
@@ -55,16 +68,18 @@ type eventBurst struct {
 	clusters   []string
 }
 
-func newMemberEvents(recorder record.EventRecorder, window time.Duration) *memberEvents {
-	return &memberEvents{recorder: recorder, window: window, pending: map[eventKey]*eventBurst{}}
+func newMemberEvents(recorder record.EventRecorder, window, statusWait time.Duration) *memberEvents {
+	return &memberEvents{recorder: recorder, window: window, statusWait: statusWait, pending: map[types.UID]map[eventKey]*eventBurst{}}
 }
 
 // record notes that verb (as in "Creating") was done to fed's copy named
-// name, of kind, in cluster; note is appended to the message.
-func (m *memberEvents) record(fed *unstructured.Unstructured, reason, verb, kind, name, cluster, note string) {
+// name, of kind, in cluster; note is appended to the message. awaitsStatus
+// says that the status of fed's generation is still to be written: a burst
+// it opens waits for that write (written) rather than eventWindow.
+func (m *memberEvents) record(fed *unstructured.Unstructured, reason, verb, kind, name, cluster, note string, awaitsStatus bool) {
 	key := eventKey{uid: fed.GetUID(), reason: reason, verb: verb, note: note}
 	m.mu.Lock()
-	if b, ok := m.pending[key]; ok {
+	if b, ok := m.pending[key.uid][key]; ok {
 		if !slices.Contains(b.clusters, cluster) {
 			b.clusters = append(b.clusters, cluster)
 		}
@@ -74,22 +89,50 @@ func (m *memberEvents) record(fed *unstructured.Unstructured, reason, verb, kind
 	b := &eventBurst{ref: objectRef(fed), kind: kind, name: name, clusters: []string{cluster}}
 	stopped := m.stopped
 	if !stopped {
-		m.pending[key] = b
+		if m.pending[key.uid] == nil {
+			m.pending[key.uid] = map[eventKey]*eventBurst{}
+		}
+		m.pending[key.uid][key] = b
 	}
 	m.mu.Unlock()
 	if stopped {
 		m.emit(key, b)
 		return
 	}
-	time.AfterFunc(m.window, func() { m.flush(key) })
+	wait := m.window
+	if awaitsStatus {
+		wait = m.statusWait
+	}
+	time.AfterFunc(wait, func() { m.flush(key, b) })
 }
 
-func (m *memberEvents) flush(key eventKey) {
+// flush records b, the burst of key, unless it was recorded already.
+func (m *memberEvents) flush(key eventKey, b *eventBurst) {
 	m.mu.Lock()
-	b, ok := m.pending[key]
-	delete(m.pending, key)
+	open := m.pending[key.uid][key] == b
+	if open {
+		delete(m.pending[key.uid], key)
+		if len(m.pending[key.uid]) == 0 {
+			delete(m.pending, key.uid)
+		}
+	}
 	m.mu.Unlock()
-	if ok {
+	if open {
+		m.emit(key, b)
+	}
+}
+
+// written records the open bursts of the object uid now: its status was
+// written, with the outcomes of the members they name.
+func (m *memberEvents) written(uid types.UID) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	bursts := m.pending[uid]
+	delete(m.pending, uid)
+	m.mu.Unlock()
+	for key, b := range bursts {
 		m.emit(key, b)
 	}
 }
@@ -98,11 +141,13 @@ func (m *memberEvents) flush(key eventKey) {
 func (m *memberEvents) stop() {
 	m.mu.Lock()
 	pending := m.pending
-	m.pending = map[eventKey]*eventBurst{}
+	m.pending = map[types.UID]map[eventKey]*eventBurst{}
 	m.stopped = true
 	m.mu.Unlock()
-	for key, b := range pending {
-		m.emit(key, b)
+	for _, bursts := range pending {
+		for key, b := range bursts {
+			m.emit(key, b)
+		}
 	}
 }
 

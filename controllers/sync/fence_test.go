@@ -106,7 +106,7 @@ func TestATimedOutCreateIsRememberedAsPossiblyWritten(t *testing.T) {
 	w := &typeWorker{e: e, name: "configmaps", gvr: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"},
 		target: targetType{kind: "ConfigMap", namespaced: true}, recorder: record.NewFakeRecorder(10),
 		written: map[writeKey]writeRecord{}, changed: map[string]changeSeen{}}
-	w.events = newMemberEvents(w.recorder, time.Hour)
+	w.events = newMemberEvents(w.recorder, time.Hour, time.Hour)
 	fed := placedOn("a", "member1")
 	desired := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "a", "namespace": "ns"}}
 	o := w.create(context.Background(), fed, "member1", desired, "h1")

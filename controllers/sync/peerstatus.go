@@ -448,10 +448,29 @@ func (w *typeWorker) forgetPeer(key string) {
 	w.peerMu.Unlock()
 }
 
+// wroteGeneration reports whether this engine wrote the status of the
+// object at key for generation (or a later one).
+func (w *typeWorker) wroteGeneration(key string, generation int64) bool {
+	w.statusMu.Lock()
+	rec, wrote := w.statusWritten[key]
+	w.statusMu.Unlock()
+	return wrote && observedGeneration(rec.status) >= generation
+}
+
+// awaitsStatus reports whether the status of fed's generation is still to
+// be written: fed, the object at key, is not being deleted, its status is
+// of an earlier generation, and this engine has not written that
+// generation's status either. Its members' events wait for that write.
+func (w *typeWorker) awaitsStatus(key string, fed *unstructured.Unstructured) bool {
+	status, _ := fed.Object["status"].(map[string]any)
+	return gathering(fed, status) && !w.wroteGeneration(key, fed.GetGeneration())
+}
+
 // recordEvent records a per-member Normal event of fed, or sends it to the
 // object's owner, which records the burst of every replica's members.
 func (w *typeWorker) recordEvent(fed *unstructured.Unstructured, reason, verb, kind, name, cluster, note string) {
-	if owner, ok := w.peerOwner(objectKey(fed)); ok {
+	key := objectKey(fed)
+	if owner, ok := w.peerOwner(key); ok {
 		w.e.outbox.add(owner, peerMessage{Events: []peerEvent{{
 			Type: w.name, APIVersion: fed.GetAPIVersion(), Kind: fed.GetKind(), Namespace: fed.GetNamespace(),
 			Name: fed.GetName(), UID: fed.GetUID(), Reason: reason, Verb: verb, CopyKind: kind, CopyName: name,
@@ -459,10 +478,11 @@ func (w *typeWorker) recordEvent(fed *unstructured.Unstructured, reason, verb, k
 		}}})
 		return
 	}
-	w.events.record(fed, reason, verb, kind, name, cluster, note)
+	w.events.record(fed, reason, verb, kind, name, cluster, note, w.awaitsStatus(key, fed))
 }
 
-// recordPeerEvent records an event another replica sent.
+// recordPeerEvent records an event another replica sent; it waits for the
+// status write of the object's generation as the cache shows it.
 func (w *typeWorker) recordPeerEvent(ev peerEvent) {
 	fed := &unstructured.Unstructured{}
 	fed.SetAPIVersion(ev.APIVersion)
@@ -470,7 +490,14 @@ func (w *typeWorker) recordPeerEvent(ev peerEvent) {
 	fed.SetNamespace(ev.Namespace)
 	fed.SetName(ev.Name)
 	fed.SetUID(ev.UID)
-	w.events.record(fed, ev.Reason, ev.Verb, ev.CopyKind, ev.CopyName, ev.Cluster, ev.Note)
+	key := objectKey(fed)
+	awaits := false
+	if obj, ok, _ := w.informer.GetIndexer().GetByKey(key); ok {
+		if cached, isFed := obj.(*unstructured.Unstructured); isFed && cached.GetUID() == ev.UID {
+			awaits = w.awaitsStatus(key, cached)
+		}
+	}
+	w.events.record(fed, ev.Reason, ev.Verb, ev.CopyKind, ev.CopyName, ev.Cluster, ev.Note, awaits)
 }
 
 // PeerMessage takes a message another replica sent; the controller-manager
@@ -480,14 +507,16 @@ func (e *Engine) PeerMessage(from string, body []byte) error {
 	if err := json.Unmarshal(body, &m); err != nil {
 		return fmt.Errorf("a message from replica %q: %w", from, err)
 	}
-	for _, r := range m.Reports {
-		if w := e.worker(r.Type); w != nil {
-			w.tookReport(r)
-		}
-	}
+	// Events first: a report can bring the status write that records
+	// them.
 	for _, ev := range m.Events {
 		if w := e.worker(ev.Type); w != nil {
 			w.recordPeerEvent(ev)
+		}
+	}
+	for _, r := range m.Reports {
+		if w := e.worker(r.Type); w != nil {
+			w.tookReport(r)
 		}
 	}
 	peerReportsTaken.Add(float64(len(m.Reports)))
@@ -594,10 +623,7 @@ func (w *typeWorker) gatherPeers(key string, fed *unstructured.Unstructured, kee
 	if left <= 0 {
 		return 0
 	}
-	w.statusMu.Lock()
-	rec, wrote := w.statusWritten[key]
-	w.statusMu.Unlock()
-	if wrote && observedGeneration(rec.status) >= fed.GetGeneration() {
+	if w.wroteGeneration(key, fed.GetGeneration()) {
 		// Written for this generation already, and the cache does not
 		// show it yet: what comes now is taken as it comes.
 		return 0

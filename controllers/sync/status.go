@@ -645,6 +645,7 @@ func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructu
 		w.noteStatusWrite(key, fed, updated, got)
 		if done {
 			w.wrotePeerEntries(key, used)
+			w.events.written(fed.GetUID())
 			return 0, nil
 		}
 		// Another field manager's field is in our part: write it the
@@ -689,6 +690,7 @@ func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructu
 	}
 	w.noteStatusWrite(key, fed, updated, status)
 	w.wrotePeerEntries(key, used)
+	w.events.written(fed.GetUID())
 	return 0, nil
 }
 

@@ -202,7 +202,7 @@ func newTypeWorker(e *Engine, ftc *corev1beta1.FederatedTypeConfig) (*typeWorker
 	if w.e.opts.Scope == corev1beta1.NamespaceScoped {
 		namespace = w.e.opts.Namespace
 	}
-	w.events = newMemberEvents(w.recorder, eventWindow)
+	w.events = newMemberEvents(w.recorder, eventWindow, eventStatusWait)
 	w.informer = dynamicinformer.NewFilteredDynamicInformer(w.e.host, w.fedGVR, namespace, 0,
 		toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}, nil).Informer()
 	_ = w.informer.SetTransform(func(obj any) (any, error) {
