@@ -655,6 +655,7 @@ func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructu
 		old, _ = fed.Object["status"].(map[string]any)
 		status = statusOf(old)
 		if sameStatus(old, status) {
+			w.events.written(fed.GetUID())
 			return 0, nil
 		}
 	}
