@@ -322,9 +322,8 @@ func (w *typeWorker) holdReport(r peerReport) map[string]map[string]any {
 // sync), or shows its status of that generation (or is being deleted) and
 // lists an entry for every member of given.
 func (w *typeWorker) reportWaits(key string, uid types.UID, generation int64, given map[string]map[string]any) bool {
-	obj, exists, err := w.informer.GetIndexer().GetByKey(key)
-	fed, ok := obj.(*unstructured.Unstructured)
-	if err != nil || !exists || !ok || fed.GetUID() != uid {
+	fed := w.cachedFed(key, uid)
+	if fed == nil {
 		return false
 	}
 	if fed.GetGeneration() < generation {
@@ -491,13 +490,20 @@ func (w *typeWorker) recordPeerEvent(ev peerEvent) {
 	fed.SetName(ev.Name)
 	fed.SetUID(ev.UID)
 	key := objectKey(fed)
-	awaits := false
-	if obj, ok, _ := w.informer.GetIndexer().GetByKey(key); ok {
-		if cached, isFed := obj.(*unstructured.Unstructured); isFed && cached.GetUID() == ev.UID {
-			awaits = w.awaitsStatus(key, cached)
-		}
-	}
+	cached := w.cachedFed(key, ev.UID)
+	awaits := cached != nil && w.awaitsStatus(key, cached)
 	w.events.record(fed, ev.Reason, ev.Verb, ev.CopyKind, ev.CopyName, ev.Cluster, ev.Note, awaits)
+}
+
+// cachedFed is the federated object at key as the host cache shows it, if
+// it is the object uid; nil otherwise.
+func (w *typeWorker) cachedFed(key string, uid types.UID) *unstructured.Unstructured {
+	obj, exists, err := w.informer.GetIndexer().GetByKey(key)
+	fed, ok := obj.(*unstructured.Unstructured)
+	if err != nil || !exists || !ok || fed.GetUID() != uid {
+		return nil
+	}
+	return fed
 }
 
 // PeerMessage takes a message another replica sent; the controller-manager
