@@ -113,6 +113,31 @@ func noEvent(t *testing.T, r *record.FakeRecorder, why string) {
 	}
 }
 
+// statusEventsWorker is a worker whose status patches the host answers
+// (counted) and whose per-member events wait an hour unless a status write
+// records them, with fed, generation 2 of an object whose status is of
+// generation 1, placed on member1.
+func statusEventsWorker() (*typeWorker, *record.FakeRecorder, *int, *unstructured.Unstructured) {
+	host := fakedynamic.NewSimpleDynamicClient(runtime.NewScheme())
+	patches := new(int)
+	host.PrependReactor("patch", "*", func(clienttesting.Action) (bool, runtime.Object, error) {
+		*patches++
+		u := &unstructured.Unstructured{}
+		u.SetResourceVersion("6")
+		return true, u, nil
+	})
+	events := record.NewFakeRecorder(10)
+	w := &typeWorker{e: &Engine{host: host}, fedGVR: schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta1", Resource: "federatedconfigmaps"},
+		recorder: events, log: logr.Discard(), statusWritten: map[string]statusRecord{}}
+	w.events = newMemberEvents(events, time.Hour, time.Hour)
+	fed := placedOn("a", "member1")
+	fed.SetUID("u1")
+	fed.SetResourceVersion("5")
+	fed.SetGeneration(2)
+	fed.Object["status"] = map[string]any{"observedGeneration": int64(1)}
+	return w, events, patches, fed
+}
+
 // A burst of a generation whose status is still to be written waits for
 // that write, past eventWindow: a member answering late, before the write,
 // shares the event. A burst opened after the write, or of an object whose
@@ -170,23 +195,7 @@ func TestMemberEventsOfAGenerationGoWithItsStatusWrite(t *testing.T) {
 // status is written, or while the object is deleted, they are not waiting
 // for one.
 func TestAGenerationsEventsGoWithItsStatusWrite(t *testing.T) {
-	host := fakedynamic.NewSimpleDynamicClient(runtime.NewScheme())
-	patches := 0
-	host.PrependReactor("patch", "*", func(clienttesting.Action) (bool, runtime.Object, error) {
-		patches++
-		u := &unstructured.Unstructured{}
-		u.SetResourceVersion("6")
-		return true, u, nil
-	})
-	events := record.NewFakeRecorder(10)
-	w := &typeWorker{e: &Engine{host: host}, fedGVR: schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta1", Resource: "federatedconfigmaps"},
-		recorder: events, log: logr.Discard(), statusWritten: map[string]statusRecord{}}
-	w.events = newMemberEvents(events, time.Hour, time.Hour)
-	fed := placedOn("a", "member1")
-	fed.SetUID("u1")
-	fed.SetResourceVersion("5")
-	fed.SetGeneration(2)
-	fed.Object["status"] = map[string]any{"observedGeneration": int64(1)}
+	w, events, patches, fed := statusEventsWorker()
 	if !w.awaitsStatus("ns/a", fed) {
 		t.Fatal("generation 2 of an object whose status is of generation 1 does not await its status write")
 	}
@@ -195,8 +204,8 @@ func TestAGenerationsEventsGoWithItsStatusWrite(t *testing.T) {
 	if _, err := w.writeStatus(context.Background(), "ns/a", fed, []outcome{{cluster: "member1", listed: true}}, "", "", nil, false); err != nil {
 		t.Fatal(err)
 	}
-	if patches != 1 {
-		t.Fatalf("%d status patches, want 1", patches)
+	if *patches != 1 {
+		t.Fatalf("%d status patches, want 1", *patches)
 	}
 	if got, want := receive(t, events), `Normal UpdateInCluster Updating ConfigMap "a" in cluster "member1"`; got != want {
 		t.Fatalf("at the status write: got %q, want %q", got, want)
@@ -209,5 +218,30 @@ func TestAGenerationsEventsGoWithItsStatusWrite(t *testing.T) {
 	deleting.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
 	if w.awaitsStatus("ns/b", deleting) {
 		t.Fatal("an object being deleted awaits a status write")
+	}
+}
+
+// An object whose status of its generation the host shows already (another
+// writer's: the control plane's where an agent serves a Pull member, or a
+// write this engine's cache had not shown when the event was recorded)
+// needs no write, and the events that waited for one go then, not at the
+// bound.
+func TestEventsGoWhenTheStatusNeedsNoWrite(t *testing.T) {
+	w, events, patches, fed := statusEventsWorker()
+	w.recordEvent(fed, EventUpdateInCluster, "Updating", "ConfigMap", "a", "member1", "")
+	noEvent(t, events, "before the status write")
+
+	outcomes := []outcome{{cluster: "member1", listed: true}}
+	shown := fed.DeepCopy()
+	shown.SetResourceVersion("6")
+	shown.Object["status"] = buildStatus(nil, 2, outcomes, "", "", time.Now(), nil)
+	if _, err := w.writeStatus(context.Background(), "ns/a", shown, outcomes, "", "", nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if *patches != 0 {
+		t.Fatalf("%d status patches of a status the host shows already, want 0", *patches)
+	}
+	if got, want := receive(t, events), `Normal UpdateInCluster Updating ConfigMap "a" in cluster "member1"`; got != want {
+		t.Fatalf("when the status needed no write: got %q, want %q", got, want)
 	}
 }

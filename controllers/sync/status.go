@@ -557,6 +557,10 @@ func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructu
 		if w.e.opts.Peers != nil {
 			w.forgetSent(key)
 		}
+		// The host shows the status this write would make, of this
+		// generation (another writer's, such as the control plane's where
+		// an agent serves a Pull member): the events waiting for it go now.
+		w.events.written(fed.GetUID())
 		return 0, nil
 	}
 	if keep != nil && reason == "" && w.e.opts.Peers != nil && !w.e.anyPulled() {
@@ -620,6 +624,7 @@ func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructu
 		status = statusOf(old)
 		if sameStatus(old, status) {
 			w.wrotePeerEntries(key, used)
+			w.events.written(fed.GetUID())
 			return false, nil
 		}
 		return true, nil
