@@ -128,7 +128,7 @@ type Engine struct {
 	opts   Options
 	host   dynamic.Interface
 	kube   kubernetes.Interface
-	events record.EventBroadcaster
+	events eventLanes
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -198,8 +198,9 @@ func NewEngine(ctx context.Context, o Options) (*Engine, error) {
 		return nil, fmt.Errorf("host client: %w", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	events := record.NewBroadcaster(record.WithContext(ctx))
-	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	events := newEventLanes(ctx, eventLaneCount, func() record.EventSink {
+		return &typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")}
+	})
 	if o.Shard == nil || o.Agent {
 		o.Peers = nil
 	}
