@@ -14,10 +14,10 @@ import (
 // to the host on its own, and every event of one object on the same one.
 //
 // client-go's broadcaster writes its events one at a time, each waiting
-// for the host's answer, and drops what comes while 1,000 wait. On a
-// loaded host that is a few events a second, and a wave of 2,000 new
-// federated objects with one replica lost 44 % of their events (the
-// scale-out bench at -scale-n 1000, docs/performance.md). Lanes write the
+// for the host's answer, and drops what comes while 1,000 wait, without a
+// word. On a loaded host that is a few events a second, and a fast wave
+// of 2,000 new federated objects with one replica lost 40-44 % of their
+// events (docs/performance.md, "Events on four lanes"). Lanes write the
 // events of different objects side by side; the events of one object
 // still go in order through one correlator, which aggregates and
 // spam-filters them as before (both are per object), and each lane
