@@ -4,6 +4,7 @@ package sync_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -130,14 +131,25 @@ func TestEngineScaleOutWithPeers(t *testing.T) {
 		t.Errorf("%d status writes for %d objects, want fewer than one per object and replica (%d)", writes, n, 2*n)
 	}
 	// One event per object names both members.
+	var creations map[string][]string
+	defer func() {
+		if t.Failed() {
+			t.Logf("creation events by object: %v", creations)
+		}
+	}()
 	waitFor(t, ctx, "one creation event per object naming both members", time.Minute, func() bool {
 		var events corev1.EventList
 		if err := host.List(ctx, &events, client.InNamespace(testNS)); err != nil {
 			return false
 		}
+		creations = map[string][]string{}
 		named := map[string]bool{}
 		for _, e := range events.Items {
-			if e.Reason == "CreateInCluster" && strings.Contains(e.Message, `"`+both[0]+`"`) && strings.Contains(e.Message, `"`+both[1]+`"`) {
+			if e.Reason != "CreateInCluster" {
+				continue
+			}
+			creations[e.InvolvedObject.Name] = append(creations[e.InvolvedObject.Name], fmt.Sprintf("%s (%s, x%d)", e.Message, e.FirstTimestamp.Format(time.StampMilli), e.Count))
+			if strings.Contains(e.Message, `"`+both[0]+`"`) && strings.Contains(e.Message, `"`+both[1]+`"`) {
 				named[e.InvolvedObject.Name] = true
 			}
 		}

@@ -43,6 +43,7 @@ func leaseName(prefix, name string) string {
 // leaseStore is what the shard does with Leases; tests use an in-memory one.
 type leaseStore interface {
 	list(ctx context.Context) ([]coordinationv1.Lease, error)
+	get(ctx context.Context, name string) (*coordinationv1.Lease, error)
 	create(ctx context.Context, l *coordinationv1.Lease) (*coordinationv1.Lease, error)
 	// update writes l if it still has l's resourceVersion.
 	update(ctx context.Context, l *coordinationv1.Lease) (*coordinationv1.Lease, error)
@@ -60,6 +61,10 @@ func (k kubeLeases) list(ctx context.Context) ([]coordinationv1.Lease, error) {
 		return nil, err
 	}
 	return l.Items, nil
+}
+
+func (k kubeLeases) get(ctx context.Context, name string) (*coordinationv1.Lease, error) {
+	return k.c.CoordinationV1().Leases(k.namespace).Get(ctx, name, metav1.GetOptions{})
 }
 
 func (k kubeLeases) create(ctx context.Context, l *coordinationv1.Lease) (*coordinationv1.Lease, error) {

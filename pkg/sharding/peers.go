@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/time/rate"
 )
 
 // Annotations of a membership Lease by which the replicas reach each other.
@@ -45,12 +46,20 @@ const maxPeerMessage = 16 << 20
 // peerTimeout bounds one message to a peer.
 const peerTimeout = 5 * time.Second
 
+// lookUpRate and lookUpBurst bound how often a peer server reads a
+// replica's Lease for a certificate its Shard does not show (trusts).
+const (
+	lookUpRate  = rate.Limit(5)
+	lookUpBurst = 10
+)
+
 // Peers is the channel between the live replicas: each has a key made at
 // start, publishes its certificate and address on its membership Lease
 // (Annotations), serves messages from the other live replicas (mutual TLS,
 // each side pinned to the certificate the other published) and sends to
 // them (Send). Only replicas whose membership Lease is live, as the Shard
-// last read them, are trusted either way.
+// last read them, are trusted either way; a server reads the Lease of a
+// client its Shard does not show yet (trusts).
 type Peers struct {
 	identity string
 	cert     tls.Certificate
@@ -63,6 +72,9 @@ type Peers struct {
 	shard   *Shard
 	handler func(from string, body []byte) error
 	clients map[string]*peerClient
+	// lookUps bounds the Lease reads of certificates the Shard does not
+	// show, which anyone reaching the port can ask for.
+	lookUps *rate.Limiter
 }
 
 type peerClient struct {
@@ -125,6 +137,7 @@ func NewPeers(identity, bind, advertiseHost string, log logr.Logger) (*Peers, er
 		address:  net.JoinHostPort(advertiseHost, strconv.Itoa(port)),
 		log:      log,
 		clients:  map[string]*peerClient{},
+		lookUps:  rate.NewLimiter(lookUpRate, lookUpBurst),
 	}, nil
 }
 
@@ -268,14 +281,26 @@ func (p *Peers) Start(ctx context.Context) error {
 		TLSConfig: &tls.Config{
 			MinVersion:   tls.VersionTLS13,
 			Certificates: []tls.Certificate{p.cert},
-			ClientAuth:   tls.RequireAndVerifyClientCert,
-			GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
-				return &tls.Config{
-					MinVersion:   tls.VersionTLS13,
-					Certificates: []tls.Certificate{p.cert},
-					ClientAuth:   tls.RequireAndVerifyClientCert,
-					ClientCAs:    p.livePool(),
-				}, nil
+			// The client proves it holds the key of the certificate it
+			// offers; which certificates are trusted is checked here, by
+			// pinning, not by chains: every client then offers its own,
+			// where with a list of acceptable issuers a replica this one
+			// has not yet seen would offer none.
+			ClientAuth: tls.RequireAnyClientCert,
+			VerifyConnection: func(cs tls.ConnectionState) error {
+				if len(cs.PeerCertificates) == 0 {
+					return errors.New("a peer certificate is needed")
+				}
+				leaf := cs.PeerCertificates[0]
+				if now := time.Now(); now.Before(leaf.NotBefore) || now.After(leaf.NotAfter) {
+					return fmt.Errorf("peer certificate of %q is not valid now", leaf.Subject.CommonName)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), peerTimeout)
+				defer cancel()
+				if !p.trusts(ctx, leaf.Subject.CommonName, leaf.Raw) {
+					return fmt.Errorf("peer certificate of %q is not one a live replica published", leaf.Subject.CommonName)
+				}
+				return nil
 			},
 		},
 		ErrorLog: nil,
@@ -297,26 +322,27 @@ func (p *Peers) Start(ctx context.Context) error {
 	}
 }
 
-// livePool holds the certificates the other live replicas published.
-func (p *Peers) livePool() *x509.CertPool {
-	pool := x509.NewCertPool()
+// trusts reports whether der is the certificate the live replica identity
+// published. A certificate this replica's Shard does not show is looked
+// up in identity's Lease (at most lookUpRate times a second, whoever
+// asks): a replica that started since this one's last step is heard at
+// once, rather than refused until then.
+func (p *Peers) trusts(ctx context.Context, identity string, der []byte) bool {
+	if _, published, ok := p.peer(identity); ok && bytes.Equal(published, der) {
+		return true
+	}
 	p.mu.Lock()
 	s := p.shard
 	p.mu.Unlock()
-	if s == nil {
-		return pool
+	if s == nil || identity == p.identity || !p.lookUps.Allow() {
+		return false
 	}
-	for _, r := range s.Replicas() {
-		if r == p.identity {
-			continue
-		}
-		if _, der, ok := p.peer(r); ok {
-			if cert, err := x509.ParseCertificate(der); err == nil {
-				pool.AddCert(cert)
-			}
-		}
+	ann, ok := s.lookUp(ctx, identity)
+	if !ok {
+		return false
 	}
-	return pool
+	published, err := base64.StdEncoding.DecodeString(ann[PeerCertificateAnnotation])
+	return err == nil && bytes.Equal(published, der)
 }
 
 func (p *Peers) serve(rw http.ResponseWriter, r *http.Request) {
@@ -330,7 +356,8 @@ func (p *Peers) serve(rw http.ResponseWriter, r *http.Request) {
 	}
 	leaf := r.TLS.PeerCertificates[0]
 	from := leaf.Subject.CommonName
-	if _, der, ok := p.peer(from); !ok || !bytes.Equal(der, leaf.Raw) {
+	// Again for each message: a connection outlives its replica's Lease.
+	if !p.trusts(r.Context(), from, leaf.Raw) {
 		// Verified against a live replica's certificate, but not the one
 		// it names itself by.
 		http.Error(rw, "not a live replica's certificate", http.StatusForbidden)

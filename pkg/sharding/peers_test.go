@@ -38,21 +38,27 @@ func peerFleet(t *testing.T, replicas ...string) (*testFleet, map[string]*Peers,
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	for _, r := range replicas {
-		p, err := NewPeers(r, "127.0.0.1:0", "", logr.Discard())
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := f.add(r)
-		s.o.Annotations = p.Annotations()
-		p.SetShard(s)
-		in := &inbox{}
-		p.Handle(in.take)
-		go func() { _ = p.Start(ctx) }()
-		peers[r], inboxes[r] = p, in
+		peers[r], inboxes[r] = startPeer(t, ctx, f, r)
 	}
 	f.tick()
 	f.tick()
 	return f, peers, inboxes
+}
+
+// startPeer adds a replica serving its peers to f; it takes no step.
+func startPeer(t *testing.T, ctx context.Context, f *testFleet, identity string) (*Peers, *inbox) {
+	t.Helper()
+	p, err := NewPeers(identity, "127.0.0.1:0", "", logr.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := f.add(identity)
+	s.o.Annotations = p.Annotations()
+	p.SetShard(s)
+	in := &inbox{}
+	p.Handle(in.take)
+	go func() { _ = p.Start(ctx) }()
+	return p, in
 }
 
 func TestPeersReachEachOtherThroughTheCertificatesTheirLeasesPublish(t *testing.T) {
@@ -91,6 +97,51 @@ func TestPeersReachEachOtherThroughTheCertificatesTheirLeasesPublish(t *testing.
 	}
 	if from, _ := inboxes["r1"].got(); len(from) != 1 {
 		t.Fatalf("r1 got %v", from)
+	}
+}
+
+// A replica that just started sees the others at its first step, and
+// sends at once; the others hear it before their next step shows it, from
+// its Lease, and still refuse a certificate no Lease published.
+func TestPeersHearAReplicaThatStartedSinceTheirLastStep(t *testing.T) {
+	f, peers, inboxes := peerFleet(t, "r1", "r2")
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	r3, _ := startPeer(t, ctx, f, "r3")
+	f.shards["r3"].step(ctx)
+	if !r3.Reachable("r1") {
+		t.Fatal("r3 does not see r1 after its first step")
+	}
+	if peers["r1"].Reachable("r3") {
+		t.Fatal("r1 shows r3 already; the test needs a step r1 has not taken")
+	}
+	if err := send(ctx, r3, "r1", "new here"); err != nil {
+		t.Fatalf("r1 refused the first message of a replica that started since its last step: %v", err)
+	}
+	if from, body := inboxes["r1"].got(); len(from) != 1 || from[0] != "r3" || body[0] != "new here" {
+		t.Fatalf("r1 got %v %v, want one message from r3", from, body)
+	}
+
+	// A certificate with a name no Lease holds is refused, looked up or not.
+	stranger, err := NewPeers("r9", "127.0.0.1:0", "", logr.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stranger.SetShard(f.shards["r3"])
+	if err := send(ctx, stranger, "r1", "let me in"); err == nil {
+		t.Fatal("r1 took a message from a replica with no Lease")
+	}
+	// r2's Lease expires where r1 sees it: r1 refuses r2 though a Lease
+	// with r2's certificate is still there to read.
+	f.stopped["r2"] = true
+	for range 10 {
+		f.tick()
+	}
+	if err := send(ctx, peers["r2"], "r1", "from the dead"); err == nil {
+		t.Fatal("r1 took a message from a replica whose Lease it saw expire")
+	}
+	if from, _ := inboxes["r1"].got(); len(from) != 1 {
+		t.Fatalf("r1 got %v, want r3's message alone", from)
 	}
 }
 

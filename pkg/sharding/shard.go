@@ -191,6 +191,33 @@ func (s *Shard) liveAnnotations(identity string) map[string]string {
 	return s.annotations[identity]
 }
 
+// lookUp reads identity's membership Lease now, for a replica another one
+// already sees but this one's last step did not show: one that started
+// since. It returns the Lease's annotations, and records them as a step
+// would, when the Lease is live as a step taken now would find it: new to
+// this replica, changed since read, or read within its duration. Which
+// replicas are live, and so the assignment, is still the steps'.
+func (s *Shard) lookUp(ctx context.Context, identity string) (map[string]string, bool) {
+	if identity == s.o.Identity {
+		return nil, false
+	}
+	name := ReplicaLeaseName(identity)
+	l, err := s.store.get(ctx, name)
+	if err != nil || l.Labels[LeaseRoleLabel] != RoleReplica || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != identity {
+		return nil, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if seen, ok := s.seen[name]; ok && seen.resourceVersion == l.ResourceVersion && s.expiredLocked(name, l, s.now()) {
+		return nil, false
+	}
+	if s.annotations == nil {
+		s.annotations = map[string]map[string]string{}
+	}
+	s.annotations[identity] = l.Annotations
+	return l.Annotations, true
+}
+
 // Held are the clusters whose fence this replica holds, sorted.
 func (s *Shard) Held() []string {
 	s.mu.Lock()

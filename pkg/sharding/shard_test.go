@@ -38,6 +38,16 @@ func (m *memLeases) list(context.Context) ([]coordinationv1.Lease, error) {
 	return out, nil
 }
 
+func (m *memLeases) get(_ context.Context, name string) (*coordinationv1.Lease, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l, ok := m.leases[name]
+	if !ok {
+		return nil, apierrors.NewNotFound(leaseGR, name)
+	}
+	return l.DeepCopy(), nil
+}
+
 func (m *memLeases) create(_ context.Context, l *coordinationv1.Lease) (*coordinationv1.Lease, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
