@@ -55,6 +55,11 @@ const (
 	DefaultCapacityHold = 5 * time.Minute
 )
 
+// conflictRetry is how soon a preference whose federated object changed
+// while it was scheduled is scheduled again: once the cache shows the
+// change, which a status write, filtered from the watch, would not tell.
+const conflictRetry = 200 * time.Millisecond
+
 // typeRetry is how soon a preference whose federated type is missing is
 // looked at again; no event says when a CRD appears.
 const typeRetry = 15 * time.Second
@@ -307,6 +312,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if res.updated != nil {
 		if err := r.Client.Patch(ctx, res.updated, client.MergeFromWithOptions(res.original, client.MergeFromWithOptimisticLock{})); err != nil {
+			if apierrors.IsConflict(err) {
+				// Changed since the cache showed it (the sync
+				// controller's finalizer or status, a user's edit):
+				// scheduled again from the object as it is now, without
+				// an error's log and backoff.
+				log.FromContext(ctx).V(1).Info("Federated object changed while scheduled; scheduling again", "federatedObject", req.NamespacedName)
+				return ctrl.Result{RequeueAfter: conflictRetry}, nil
+			}
 			return ctrl.Result{}, fmt.Errorf("write schedule into %s %s: %w", res.updated.GetKind(), req.NamespacedName, err)
 		}
 		log.FromContext(ctx).V(1).Info("Wrote schedule", "federatedObject", req.NamespacedName, "kind", res.updated.GetKind())

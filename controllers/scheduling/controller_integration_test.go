@@ -9,10 +9,12 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -249,7 +251,29 @@ func testController(ctx context.Context, t *testing.T, c client.Client, cfg *res
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The first write of a schedule into "contended" meets a change made
+	// since the cache showed the object: a label a user adds meanwhile.
+	var contendedWrites, contendedConflicts atomic.Int32
 	r := &Reconciler{
+		Client: contendingClient{Client: mgr.GetClient(), before: func(obj client.Object) {
+			if obj.GetName() != "contended" || contendedWrites.Add(1) != 1 {
+				return
+			}
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind())
+			if err := c.Get(ctx, client.ObjectKeyFromObject(obj), u); err != nil {
+				t.Error(err)
+				return
+			}
+			u.SetLabels(map[string]string{"edited": "meanwhile"})
+			if err := c.Update(ctx, u); err != nil {
+				t.Error(err)
+			}
+		}, after: func(obj client.Object, err error) {
+			if obj.GetName() == "contended" && apierrors.IsConflict(err) {
+				contendedConflicts.Add(1)
+			}
+		}},
 		Namespace:              kubefedNS,
 		Readiness:              readiness,
 		Capacity:               capacity,
@@ -525,12 +549,55 @@ func testController(ctx context.Context, t *testing.T, c client.Client, cfg *res
 		expectStatus("ghost", ReasonScheduled, nil)
 	})
 
+	t.Run("a schedule that meets a change made meanwhile is written again, without an error", func(t *testing.T) {
+		errorsBefore := reconcileErrors(t)
+		if err := c.Create(ctx, federatedDeployment("contended", matchLabels("tier", "gold"))); err != nil {
+			t.Fatal(err)
+		}
+		createRSP("contended", "FederatedDeployment", 3, nil)
+		expectSchedule("contended", []string{"ap-northeast"}, map[string]int64{"ap-northeast": 3})
+		if n := contendedConflicts.Load(); n < 1 {
+			t.Fatalf("no write of the schedule refused as conflicting (of %d): the test's change came too late", contendedWrites.Load())
+		}
+		if got := getObject("contended").GetLabels()["edited"]; got != "meanwhile" {
+			t.Errorf("the change made meanwhile is gone: label %q", got)
+		}
+		if d := reconcileErrors(t) - errorsBefore; d != 0 {
+			t.Errorf("%v reconcile errors, want the conflict scheduled again as no error", d)
+		}
+	})
+
 	t.Run("types that cannot be scheduled", func(t *testing.T) {
 		createRSP("settings", "FederatedConfigMap", 2, nil)
 		expectStatus("settings", ReasonTargetTypeWithoutReplicas, nil)
 		createRSP("widget", "FederatedWidget", 2, nil)
 		expectStatus("widget", ReasonFederatedTypeConfigNotFound, nil)
 	})
+}
+
+// contendingClient calls before and after around each Patch.
+type contendingClient struct {
+	client.Client
+	before func(client.Object)
+	after  func(client.Object, error)
+}
+
+func (c contendingClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	c.before(obj)
+	err := c.Client.Patch(ctx, obj, patch, opts...)
+	c.after(obj, err)
+	return err
+}
+
+// reconcileErrors are the reconciles of the preference controller that
+// returned an error, in this process.
+func reconcileErrors(t *testing.T) float64 {
+	t.Helper()
+	v, err := framework.CounterValue("controller_runtime_reconcile_errors_total", "controller", "replicaschedulingpreference")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 // testPendingPods runs the PendingPods estimator against the host cluster

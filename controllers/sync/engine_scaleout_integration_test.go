@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
 	"github.com/kubefed-io/kubefed/pkg/controllermanager"
@@ -215,30 +214,9 @@ func statusManagerOf(u *unstructured.Unstructured, member string) string {
 // with the given label values (pairs of name and value).
 func counterValue(t *testing.T, name string, labelValues ...string) float64 {
 	t.Helper()
-	families, err := metrics.Registry.Gather()
+	v, err := framework.CounterValue(name, labelValues...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		var sum float64
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			matches := true
-			for i := 0; i+1 < len(labelValues); i += 2 {
-				matches = matches && labels[labelValues[i]] == labelValues[i+1]
-			}
-			if matches {
-				sum += m.GetCounter().GetValue()
-			}
-		}
-		return sum
-	}
-	t.Fatalf("no metric %s", name)
-	return 0
+	return v
 }

@@ -6,7 +6,40 @@ import (
 	"iter"
 	"strconv"
 	"strings"
+
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
+
+// CounterValue sums the series of the counter name in this process's
+// controller-runtime registry whose labels have the given values
+// (name, value pairs); an error when the registry has no such counter.
+func CounterValue(name string, labelValues ...string) (float64, error) {
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		return 0, err
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		var sum float64
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			matches := true
+			for i := 0; i+1 < len(labelValues); i += 2 {
+				matches = matches && labels[labelValues[i]] == labelValues[i+1]
+			}
+			if matches {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+		return sum, nil
+	}
+	return 0, fmt.Errorf("no metric %s", name)
+}
 
 // APIServerRequests sums the apiserver_request_total series of a cluster's
 // API server whose labels match accepts (such as labels naming a verb,
