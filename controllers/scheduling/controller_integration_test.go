@@ -410,8 +410,7 @@ func testController(ctx context.Context, t *testing.T, c client.Client, cfg *res
 		// A reconcile with nothing new writes nothing.
 		version := u.GetResourceVersion()
 		rspVersion := getRSP("web").ResourceVersion
-		readiness.set("not-a-member", false)
-		time.Sleep(2 * time.Second)
+		afterReconcile(t, func() { readiness.set("not-a-member", false) })
 		if v := getObject("web").GetResourceVersion(); v != version {
 			t.Errorf("the object was written although nothing changed: resourceVersion %s -> %s", version, v)
 		}
@@ -530,8 +529,7 @@ func testController(ctx context.Context, t *testing.T, c client.Client, cfg *res
 		})
 		// The pods going away (the member scaled down) does not bring the
 		// replicas back while the estimate is held.
-		capacity.set("c1", appNS)
-		time.Sleep(2 * time.Second)
+		afterReconcile(t, func() { capacity.set("c1", appNS) })
 		if _, r, _ := schedule("queue"); !maps.Equal(r, map[string]int64{"c1": 2, "c2": 8}) {
 			t.Errorf("replicas moved back while the capacity estimate is held: %v", r)
 		}
@@ -593,11 +591,33 @@ func (c contendingClient) Patch(ctx context.Context, obj client.Object, patch cl
 // returned an error, in this process.
 func reconcileErrors(t *testing.T) float64 {
 	t.Helper()
-	v, err := framework.CounterValue("controller_runtime_reconcile_errors_total", "controller", "replicaschedulingpreference")
+	v, err := framework.MetricValue("controller_runtime_reconcile_errors_total", "controller", "replicaschedulingpreference")
 	if err != nil {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// afterReconcile runs trigger and returns once the preference controller
+// finished a reconcile since and has nothing queued or under way: a
+// positive signal to check that nothing moved.
+func afterReconcile(t *testing.T, trigger func()) {
+	t.Helper()
+	metric := func(name, label string) float64 {
+		v, err := framework.MetricValue(name, label, "replicaschedulingpreference")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	before := metric("controller_runtime_reconcile_total", "controller")
+	trigger()
+	eventually(t, "a reconcile after the change, and nothing more to do", func() (bool, string) {
+		done := metric("controller_runtime_reconcile_total", "controller") - before
+		queued := metric("workqueue_depth", "name")
+		working := metric("controller_runtime_active_workers", "controller")
+		return done >= 1 && queued == 0 && working == 0, fmt.Sprintf("%v reconciles since, %v queued, %v under way", done, queued, working)
+	})
 }
 
 // testPendingPods runs the PendingPods estimator against the host cluster

@@ -214,7 +214,7 @@ func statusManagerOf(u *unstructured.Unstructured, member string) string {
 // with the given label values (pairs of name and value).
 func counterValue(t *testing.T, name string, labelValues ...string) float64 {
 	t.Helper()
-	v, err := framework.CounterValue(name, labelValues...)
+	v, err := framework.MetricValue(name, labelValues...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,10 +10,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// CounterValue sums the series of the counter name in this process's
-// controller-runtime registry whose labels have the given values
-// (name, value pairs); an error when the registry has no such counter.
-func CounterValue(name string, labelValues ...string) (float64, error) {
+// MetricValue sums the series of the counter or gauge name in this
+// process's controller-runtime registry whose labels have the given values
+// (name, value pairs); an error when the registry has no such metric.
+func MetricValue(name string, labelValues ...string) (float64, error) {
 	families, err := metrics.Registry.Gather()
 	if err != nil {
 		return 0, err
@@ -33,7 +33,7 @@ func CounterValue(name string, labelValues ...string) (float64, error) {
 				matches = matches && labels[labelValues[i]] == labelValues[i+1]
 			}
 			if matches {
-				sum += m.GetCounter().GetValue()
+				sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
 			}
 		}
 		return sum, nil
