@@ -431,9 +431,18 @@ var _ = Describe("Propagation", Ordered, func() {
 			[]any{override(member2.Name, map[string]any{"path": "/spec/replicas", "value": int64(2)})})
 		Expect(fw.Host.Client.Create(ctx, fd)).To(Succeed())
 		Eventually(func() any { return replicasIn(ctx, member2, "web") }).WithTimeout(30 * time.Second).Should(Equal(int64(2)))
-		Eventually(state(ctx, "Deployment", propNS, "web")).WithTimeout(30 * time.Second).
-			Should(Equal(fmt.Sprintf("True| %s %s", member1.Name, member2.Name)))
-		time.Sleep(3 * time.Second)
+		// The status of a generation is written once every member's
+		// write (or none) for it is done: the positive signal to count at.
+		settled := func() {
+			Eventually(func() string {
+				f := fedGet(ctx, "Deployment", propNS, "web")
+				if gen, _, _ := unstructured.NestedInt64(f.Object, "status", "observedGeneration"); gen != f.GetGeneration() {
+					return fmt.Sprintf("status of generation %d, object at %d", gen, f.GetGeneration())
+				}
+				return propagationState(f)
+			}).WithTimeout(30 * time.Second).Should(Equal(fmt.Sprintf("True| %s %s", member1.Name, member2.Name)))
+		}
+		settled()
 		m1, m2 := writeCount(ctx, member1, "deployments", false), writeCount(ctx, member2, "deployments", false)
 		Eventually(func() error {
 			f := fedGet(ctx, "Deployment", propNS, "web")
@@ -441,7 +450,7 @@ var _ = Describe("Propagation", Ordered, func() {
 			return fw.Host.Client.Update(ctx, f)
 		}).Should(Succeed())
 		Eventually(func() any { return replicasIn(ctx, member2, "web") }).WithTimeout(30 * time.Second).Should(Equal(int64(4)))
-		time.Sleep(3 * time.Second)
+		settled()
 		Expect(writeCount(ctx, member1, "deployments", false)).To(Equal(m1), "member1 is not written")
 		Expect(writeCount(ctx, member2, "deployments", false)-m2).To(Equal(1), "one write to member2")
 	})
