@@ -301,12 +301,17 @@ func TestDeletedClusterIsForgotten(t *testing.T) {
 	if h.r.IsReady("m") {
 		t.Error("the deleted cluster is still ready")
 	}
-	// The worker is gone: no more probes.
-	time.Sleep(100 * time.Millisecond)
-	n := m.requests.Load()
-	time.Sleep(200 * time.Millisecond)
-	if m.requests.Load() != n {
-		t.Error("the deleted cluster is still probed")
+	// The worker is gone: its goroutine, the only one left, ends, so no
+	// probe comes after it.
+	exited := make(chan struct{})
+	go func() {
+		h.r.wg.Wait()
+		close(exited)
+	}()
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the deleted cluster's worker still runs: it is still probed")
 	}
 	mu.Lock()
 	defer mu.Unlock()

@@ -111,6 +111,26 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// discoveryEnded waits for the running discovery of the member name, if
+// any, to end: it reports a change before it does.
+func discoveryEnded(t *testing.T, d *memberDiscovery, name string) {
+	t.Helper()
+	d.mu.Lock()
+	var running chan struct{}
+	if e := d.entries[name]; e != nil {
+		running = e.running
+	}
+	d.mu.Unlock()
+	if running == nil {
+		return
+	}
+	select {
+	case <-running:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the discovery of %s never ended", name)
+	}
+}
+
 func TestMemberDiscoveryCachesWithinTTL(t *testing.T) {
 	d, s, ch := testDiscovery(time.Hour)
 	m := &fakeMember{name: "member1", generation: 1}
@@ -161,7 +181,7 @@ func TestMemberDiscoveryServesStaleAnswerWhileRefreshing(t *testing.T) {
 	s.release <- fetchResult{apis: apisWith("widgets", "gadgets")}
 	_, _ = d.apis(context.Background(), m)
 	eventually(t, "a third discovery", func() bool { return s.calls.Load() == 3 })
-	time.Sleep(20 * time.Millisecond)
+	discoveryEnded(t, d, m.name)
 	if n := ch.count(); n != 2 {
 		t.Errorf("%d changes reported, want 2", n)
 	}
