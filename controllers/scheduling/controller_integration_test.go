@@ -256,7 +256,7 @@ func testController(ctx context.Context, t *testing.T, c client.Client, cfg *res
 	var contendedWrites, contendedConflicts atomic.Int32
 	r := &Reconciler{
 		Client: contendingClient{Client: mgr.GetClient(), before: func(obj client.Object) {
-			if obj.GetName() != "contended" || contendedWrites.Add(1) != 1 {
+			if obj.GetName() != "contended" || obj.GetObjectKind().GroupVersionKind().Kind != "FederatedDeployment" || contendedWrites.Add(1) != 1 {
 				return
 			}
 			u := &unstructured.Unstructured{}
@@ -270,7 +270,7 @@ func testController(ctx context.Context, t *testing.T, c client.Client, cfg *res
 				t.Error(err)
 			}
 		}, after: func(obj client.Object, err error) {
-			if obj.GetName() == "contended" && apierrors.IsConflict(err) {
+			if obj.GetName() == "contended" && obj.GetObjectKind().GroupVersionKind().Kind == "FederatedDeployment" && apierrors.IsConflict(err) {
 				contendedConflicts.Add(1)
 			}
 		}},

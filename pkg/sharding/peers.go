@@ -358,8 +358,8 @@ func (p *Peers) serve(rw http.ResponseWriter, r *http.Request) {
 	from := leaf.Subject.CommonName
 	// Again for each message: a connection outlives its replica's Lease.
 	if !p.trusts(r.Context(), from, leaf.Raw) {
-		// Verified against a live replica's certificate, but not the one
-		// it names itself by.
+		// Its replica's Lease expired since the handshake, or names
+		// another certificate now.
 		http.Error(rw, "not a live replica's certificate", http.StatusForbidden)
 		return
 	}
