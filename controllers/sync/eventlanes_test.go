@@ -5,7 +5,6 @@ import (
 	"fmt"
 	gosync "sync"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -79,24 +78,16 @@ func TestEventLanesWriteSideBySideAndInOrder(t *testing.T) {
 	rec.Event(objects[0], corev1.EventTypeNormal, "Second", "second")
 	rec.Event(objects[0], corev1.EventTypeNormal, "Third", "third")
 
-	deadline := time.Now().Add(10 * time.Second)
-	for sink.flight() < eventLaneCount {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d event writes in flight at once, want %d (one per lane)", sink.flight(), eventLaneCount)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitUntil(t, fmt.Sprintf("%d event writes in flight at once (one per lane)", eventLaneCount), func() bool {
+		return sink.flight() >= eventLaneCount
+	})
 	close(sink.release)
 
-	for time.Now().Before(deadline) {
+	waitUntil(t, "the first object's three events written", func() bool {
 		sink.mu.Lock()
-		n := len(sink.written[objects[0].UID])
-		sink.mu.Unlock()
-		if n == 3 {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		defer sink.mu.Unlock()
+		return len(sink.written[objects[0].UID]) == 3
+	})
 	sink.mu.Lock()
 	defer sink.mu.Unlock()
 	if got, want := fmt.Sprint(sink.written[objects[0].UID]), "[First Second Third]"; got != want {

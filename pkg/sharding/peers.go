@@ -191,11 +191,18 @@ func (p *Peers) peer(identity string) (string, []byte, bool) {
 	}
 	ann := s.liveAnnotations(identity)
 	addr := ann[PeerAddressAnnotation]
-	der, err := base64.StdEncoding.DecodeString(ann[PeerCertificateAnnotation])
-	if addr == "" || err != nil || len(der) == 0 {
+	der, ok := publishedCertificate(ann)
+	if addr == "" || !ok {
 		return "", nil, false
 	}
 	return addr, der, true
+}
+
+// publishedCertificate is the peer certificate a membership Lease's
+// annotations publish.
+func publishedCertificate(ann map[string]string) ([]byte, bool) {
+	der, err := base64.StdEncoding.DecodeString(ann[PeerCertificateAnnotation])
+	return der, err == nil && len(der) > 0
 }
 
 // Reachable reports whether identity is a live replica that published
@@ -341,8 +348,8 @@ func (p *Peers) trusts(ctx context.Context, identity string, der []byte) bool {
 	if !ok {
 		return false
 	}
-	published, err := base64.StdEncoding.DecodeString(ann[PeerCertificateAnnotation])
-	return err == nil && bytes.Equal(published, der)
+	published, ok := publishedCertificate(ann)
+	return ok && bytes.Equal(published, der)
 }
 
 func (p *Peers) serve(rw http.ResponseWriter, r *http.Request) {
