@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -13,10 +14,10 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fedv1b1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
+	"github.com/kubefed-io/kubefed/test/framework"
 )
 
 // TestHangingMemberDoesNotDelayOthers runs real workers against one member
@@ -429,26 +430,17 @@ func TestReadinessSourceEnqueuesOnChange(t *testing.T) {
 // for, read through the registry Prometheus scrapes.
 func clusterStates(t *testing.T) map[string]string {
 	t.Helper()
-	families, err := ctrlmetrics.Registry.Gather()
-	if err != nil {
+	series, err := framework.MetricSeries("kubefedcluster_total")
+	if err != nil && !errors.Is(err, framework.ErrNoMetric) {
 		t.Fatal(err)
 	}
 	out := map[string]string{}
-	for _, f := range families {
-		if f.GetName() != "kubefedcluster_total" {
-			continue
+	for _, s := range series {
+		if _, ok := out[s.Labels["cluster"]]; !ok {
+			out[s.Labels["cluster"]] = ""
 		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if _, ok := out[labels["cluster"]]; !ok {
-				out[labels["cluster"]] = ""
-			}
-			if m.GetGauge().GetValue() == 1 {
-				out[labels["cluster"]] = labels["state"]
-			}
+		if s.Value == 1 {
+			out[s.Labels["cluster"]] = s.Labels["state"]
 		}
 	}
 	return out

@@ -19,11 +19,11 @@ import (
 	"k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/rest"
 	clienttesting "k8s.io/client-go/testing"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/go-logr/logr/testr"
 
 	fedv1b1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
+	"github.com/kubefed-io/kubefed/test/framework"
 )
 
 var (
@@ -202,29 +202,14 @@ func create(t *testing.T, c dynamic.Interface, obj *unstructured.Unstructured) {
 // does; ok is false when the series does not exist.
 func metricValue(t *testing.T, name, cluster string, gvr schema.GroupVersionResource) (v float64, ok bool) {
 	t.Helper()
-	families, err := ctrlmetrics.Registry.Gather()
-	if err != nil {
+	series, err := framework.MetricSeries(name, "cluster", cluster, "resource", resourceLabel(gvr))
+	if err != nil && !errors.Is(err, framework.ErrNoMetric) {
 		t.Fatalf("gathering metrics: %v", err)
 	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			l := map[string]string{}
-			for _, p := range m.GetLabel() {
-				l[p.GetName()] = p.GetValue()
-			}
-			if l["cluster"] != cluster || l["resource"] != resourceLabel(gvr) {
-				continue
-			}
-			if m.GetGauge() != nil {
-				return m.GetGauge().GetValue(), true
-			}
-			return m.GetCounter().GetValue(), true
-		}
+	if len(series) == 0 {
+		return 0, false
 	}
-	return 0, false
+	return series[0].Value, true
 }
 
 // readiness is a ReadinessChecker the test sets.

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"strconv"
@@ -10,19 +11,31 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// MetricValue sums the series of the counter or gauge name in this
+// ErrNoMetric is MetricSeries' and MetricValue's error when this process's
+// registry has no series of the metric named.
+var ErrNoMetric = errors.New("no series of metric")
+
+// Series is one series of a metric: its labels and its value.
+type Series struct {
+	Labels map[string]string
+	Value  float64
+}
+
+// MetricSeries returns the series of the counter or gauge name in this
 // process's controller-runtime registry whose labels have the given values
-// (name, value pairs); an error when the registry has no such metric.
-func MetricValue(name string, labelValues ...string) (float64, error) {
+// (name, value pairs): what a scrape would read. It is the one reader of
+// that registry for the tests; ErrNoMetric when the registry has no series
+// of name.
+func MetricSeries(name string, labelValues ...string) ([]Series, error) {
 	families, err := metrics.Registry.Gather()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	for _, f := range families {
 		if f.GetName() != name {
 			continue
 		}
-		var sum float64
+		var out []Series
 		for _, m := range f.GetMetric() {
 			labels := map[string]string{}
 			for _, l := range m.GetLabel() {
@@ -33,12 +46,22 @@ func MetricValue(name string, labelValues ...string) (float64, error) {
 				matches = matches && labels[labelValues[i]] == labelValues[i+1]
 			}
 			if matches {
-				sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+				out = append(out, Series{Labels: labels, Value: m.GetCounter().GetValue() + m.GetGauge().GetValue()})
 			}
 		}
-		return sum, nil
+		return out, nil
 	}
-	return 0, fmt.Errorf("no metric %s", name)
+	return nil, fmt.Errorf("%w %s", ErrNoMetric, name)
+}
+
+// MetricValue sums the series MetricSeries returns.
+func MetricValue(name string, labelValues ...string) (float64, error) {
+	series, err := MetricSeries(name, labelValues...)
+	var sum float64
+	for _, s := range series {
+		sum += s.Value
+	}
+	return sum, err
 }
 
 // APIServerRequests sums the apiserver_request_total series of a cluster's
