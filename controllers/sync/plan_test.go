@@ -506,6 +506,24 @@ func TestOtherReplicasEntriesAreKeptWithWhatTheConditionSaidOfThem(t *testing.T)
 	if msg != "member1: CreationFailed: admission webhook denied it; retry later; member3: ClusterNotReady" {
 		t.Errorf("message after member2 healed: %q", msg)
 	}
+	// Entries that replicas apply server-side are stored in the order the
+	// API server merged them, not by name: what the condition said of each
+	// is still kept, or two replicas would each drop the other's message
+	// and rewrite the status in turn without end.
+	merged := maps.Clone(old)
+	entries := slices.Clone(old["clusters"].([]any))
+	slices.Reverse(entries)
+	merged["clusters"] = entries
+	got = othersOutcomes(merged, keep)
+	sortOutcomes(got)
+	for i, want := range byOthers {
+		if i >= len(got) || got[i].message != want.message {
+			t.Errorf("entries stored in reverse: entry %d: got %+v, want %+v", i, got, want)
+		}
+	}
+	if again := buildStatus(merged, 3, append(got, mine), "", "", now.Add(time.Minute), nil); !sameJSON(fedstatus.PropagationCondition(old), fedstatus.PropagationCondition(again)) {
+		t.Errorf("entries stored in reverse: condition rebuilt as %v, was %v", fedstatus.PropagationCondition(again), fedstatus.PropagationCondition(old))
+	}
 }
 
 func TestClusterMessagesOfAnUnparsableMessageAreEmpty(t *testing.T) {

@@ -4,6 +4,7 @@
 package fedstatus
 
 import (
+	"slices"
 	"strings"
 
 	typesv1beta1 "github.com/kubefed-io/kubefed/api/types/v1beta1"
@@ -24,8 +25,10 @@ func PropagationCondition(status map[string]any) map[string]any {
 // ClusterMessages recovers what the Propagation condition's message says
 // of each failing cluster. The engine (controllers/sync) writes it as "<cluster>: <status>"
 // or "<cluster>: <status>: <message>" per failing entry of status.clusters,
-// in their order, joined by "; ", so each part is found by the prefixes of
-// its own entry and the next one.
+// in the order of their names, joined by "; ", so each part is found by
+// the prefixes of its own entry and the next one. The entries themselves
+// need not be in that order: entries that replicas apply server-side are
+// kept in the order the API server merged them.
 func ClusterMessages(status map[string]any) map[string]string {
 	cond := PropagationCondition(status)
 	if cond == nil || cond["reason"] != typesv1beta1.ReasonCheckClusters {
@@ -46,6 +49,7 @@ func ClusterMessages(status map[string]any) map[string]string {
 			parts = append(parts, part{name, name + ": " + status})
 		}
 	}
+	slices.SortStableFunc(parts, func(a, b part) int { return strings.Compare(a.name, b.name) })
 	out := map[string]string{}
 	pos := 0
 	for i, p := range parts {
