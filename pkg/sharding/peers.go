@@ -16,6 +16,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -245,9 +246,25 @@ func (p *Peers) Send(ctx context.Context, identity string, body []byte) error {
 // clientFor is a client that trusts only der as identity's server.
 func (p *Peers) clientFor(identity string, der []byte) (*http.Client, error) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if c, ok := p.clients[identity]; ok && bytes.Equal(c.der, der) {
+		p.mu.Unlock()
 		return c.client, nil
+	}
+	s := p.shard
+	p.mu.Unlock()
+	// A new client: those of replicas no longer live go, or every restart
+	// of a peer (a new identity) would leave one behind.
+	var live []string
+	if s != nil {
+		live = s.Replicas()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for id, c := range p.clients {
+		if id != identity && !slices.Contains(live, id) {
+			c.client.CloseIdleConnections()
+			delete(p.clients, id)
+		}
 	}
 	cert, err := x509.ParseCertificate(der)
 	if err != nil {

@@ -2,6 +2,8 @@ package sharding
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -180,4 +182,28 @@ func send(ctx context.Context, p *Peers, to, body string) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	return p.Send(ctx, to, []byte(body))
+}
+
+// A replica keeps clients of live peers only: each restart of a peer is a
+// new identity, and its old client goes once a new one is made.
+func TestPeersForgetTheClientsOfReplicasGone(t *testing.T) {
+	f, peers, _ := peerFleet(t, "r1", "r2")
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if err := send(ctx, peers["r1"], "r2", "hello"); err != nil {
+		t.Fatal(err)
+	}
+	f.stopped["r2"] = true
+	startPeer(t, ctx, f, "r3")
+	for range 10 {
+		f.tick()
+	}
+	if err := send(ctx, peers["r1"], "r3", "hello"); err != nil {
+		t.Fatal(err)
+	}
+	peers["r1"].mu.Lock()
+	defer peers["r1"].mu.Unlock()
+	if _, ok := peers["r1"].clients["r2"]; ok || len(peers["r1"].clients) != 1 {
+		t.Errorf("r1 keeps clients of %v, want r3's alone", slices.Collect(maps.Keys(peers["r1"].clients)))
+	}
 }

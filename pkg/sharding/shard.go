@@ -263,7 +263,10 @@ func (s *Shard) leave() {
 	s.self = nil
 	s.mu.Unlock()
 	if self != nil {
-		_ = s.store.delete(ctx, self.Name, "")
+		// Only the Lease as this shard last wrote it: a shard that
+		// replaced this one in the process (the controllers restarted)
+		// may have taken it over already.
+		_ = s.store.delete(ctx, self.Name, self.ResourceVersion)
 	}
 	publish(s)
 }
@@ -277,6 +280,7 @@ func (s *Shard) step(ctx context.Context) {
 		if ctx.Err() == nil {
 			s.o.Log.Error(err, "reading the shard Leases")
 		}
+		s.renewHeld(ctx)
 		s.loseExpired()
 		return
 	}
@@ -308,7 +312,11 @@ func (s *Shard) step(ctx context.Context) {
 		if s.expiredLocked(name, l, now) {
 			if now.Sub(seen[name].at) > 2*duration(l, s.o.LeaseDuration) {
 				// A replica gone for good; its Lease is litter.
-				go func(name, rv string) { _ = s.store.delete(context.Background(), name, rv) }(name, l.ResourceVersion)
+				go func(name, rv string) {
+					ctx, cancel := context.WithTimeout(context.Background(), s.o.LeaseDuration/3)
+					defer cancel()
+					_ = s.store.delete(ctx, name, rv)
+				}(name, l.ResourceVersion)
 			}
 			continue
 		}
@@ -325,6 +333,7 @@ func (s *Shard) step(ctx context.Context) {
 	joined, err := s.o.Clusters()
 	if err != nil {
 		s.o.Log.Error(err, "listing the member clusters")
+		s.renewHeld(ctx)
 		s.loseExpired()
 		publish(s)
 		return
@@ -365,12 +374,16 @@ func duration(l *coordinationv1.Lease, fallback time.Duration) time.Duration {
 }
 
 // expiredLocked reports whether another replica's Lease is free to take:
-// nobody holds it, or it went unchanged for its whole duration here.
+// it went unchanged for its whole duration here, or it was freed and seen
+// free for the margin. Its holder stopped starting writes before it freed
+// the Lease, but a write it sent just before may still be under way at the
+// member: a freed fence waits the same margin an expired one gives the
+// writes of a holder that could not renew (fence.until).
 func (s *Shard) expiredLocked(name string, l *coordinationv1.Lease, now time.Time) bool {
-	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
-		return true
-	}
 	seen, ok := s.seen[name]
+	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
+		return ok && now.Sub(seen.at) >= s.margin()
+	}
 	return ok && now.Sub(seen.at) >= duration(l, s.o.LeaseDuration)
 }
 
@@ -442,7 +455,7 @@ func (s *Shard) newLease(name, role, cluster string, now time.Time) *coordinatio
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{LeaseRoleLabel: role}},
 		Spec: coordinationv1.LeaseSpec{
 			HolderIdentity:       ptr.To(s.o.Identity),
-			LeaseDurationSeconds: ptr.To(int32(s.o.LeaseDuration / time.Second)),
+			LeaseDurationSeconds: ptr.To(leaseSeconds(s.o.LeaseDuration)),
 			AcquireTime:          &metav1.MicroTime{Time: now},
 			RenewTime:            &metav1.MicroTime{Time: now},
 		},
@@ -454,6 +467,12 @@ func (s *Shard) newLease(name, role, cluster string, now time.Time) *coordinatio
 		l.Annotations = maps.Clone(s.o.Annotations)
 	}
 	return l
+}
+
+// leaseSeconds is d in whole seconds, rounded up: a Lease must not tell
+// the others that it expires before its holder stops writing.
+func leaseSeconds(d time.Duration) int32 {
+	return int32((d + time.Second - 1) / time.Second)
 }
 
 // acquire takes a member's fence when it is free: missing, released, or
@@ -504,6 +523,17 @@ func (s *Shard) renewFence(ctx context.Context, c string) {
 	next := f.lease.DeepCopy()
 	next.Spec.RenewTime = &metav1.MicroTime{Time: start}
 	l, err := s.store.update(ctx, next)
+	if apierrors.IsConflict(err) {
+		// An earlier renewal whose answer was lost (a timeout) may have
+		// been written: the fence is still ours while its Lease names this
+		// replica with the acquireTime this replica took it with, which a
+		// replica that took it since would have replaced.
+		if cur, gerr := s.store.get(ctx, next.Name); gerr == nil && sameHolding(cur, f.lease) {
+			next = cur.DeepCopy()
+			next.Spec.RenewTime = &metav1.MicroTime{Time: start}
+			l, err = s.store.update(ctx, next)
+		}
+	}
 	if err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			// Someone else wrote our fence: it was taken from us.
@@ -520,6 +550,23 @@ func (s *Shard) renewFence(ctx context.Context, c string) {
 		f.lease, f.until, f.renew = l, start.Add(s.o.LeaseDuration-s.margin()), start.Add(s.o.LeaseDuration/3)
 	}
 	s.mu.Unlock()
+}
+
+// sameHolding reports whether cur is the holding of held: the same holder,
+// who took it at the same time.
+func sameHolding(cur, held *coordinationv1.Lease) bool {
+	a, b := cur.Spec, held.Spec
+	return a.HolderIdentity != nil && b.HolderIdentity != nil && *a.HolderIdentity == *b.HolderIdentity &&
+		a.AcquireTime != nil && b.AcquireTime != nil && a.AcquireTime.Equal(b.AcquireTime)
+}
+
+// renewHeld renews the fences held that are due, when a step cannot go on
+// to read the Leases or the members: renewing needs neither, and the
+// fences stay this replica's until it can see whether they should move.
+func (s *Shard) renewHeld(ctx context.Context) {
+	for _, c := range s.Held() {
+		s.renewFence(ctx, c)
+	}
 }
 
 // release hands a fence over: writes stop first, then the Lease is freed

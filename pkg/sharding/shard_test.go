@@ -22,6 +22,11 @@ type memLeases struct {
 	rv     int
 	leases map[string]coordinationv1.Lease
 	writes int
+	// failLists makes list fail, as a host refusing lists (429) would.
+	failLists bool
+	// loseAnswerOf is a Lease whose next update is written but answered
+	// with a timeout, as a renewal whose answer is lost on the way back.
+	loseAnswerOf string
 }
 
 var leaseGR = schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
@@ -31,6 +36,9 @@ func newMemLeases() *memLeases { return &memLeases{leases: map[string]coordinati
 func (m *memLeases) list(context.Context) ([]coordinationv1.Lease, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.failLists {
+		return nil, apierrors.NewTooManyRequests("lists refused", 1)
+	}
 	out := make([]coordinationv1.Lease, 0, len(m.leases))
 	for _, l := range m.leases {
 		out = append(out, *l.DeepCopy())
@@ -77,6 +85,10 @@ func (m *memLeases) update(_ context.Context, l *coordinationv1.Lease) (*coordin
 	n := *l.DeepCopy()
 	n.ResourceVersion = strconv.Itoa(m.rv)
 	m.leases[l.Name] = n
+	if m.loseAnswerOf == l.Name {
+		m.loseAnswerOf = ""
+		return nil, apierrors.NewTimeoutError("the answer was lost", 1)
+	}
 	return n.DeepCopy(), nil
 }
 
@@ -483,5 +495,119 @@ func TestAnOverdueRenewalKeepsServingWithoutWrites(t *testing.T) {
 	}
 	if got := f.handlers["a"].log; slices.Contains(got, "-member1") {
 		t.Errorf("handler calls %v: member1 was handed over", got)
+	}
+}
+
+// clusterOwnedBy is a member name that Assign gives to want over replicas.
+func clusterOwnedBy(t *testing.T, want string, replicas ...string) string {
+	t.Helper()
+	for i := range 100 {
+		c := fmt.Sprintf("member%d", i)
+		if Assign([]string{c}, replicas)[c] == want {
+			return c
+		}
+	}
+	t.Fatalf("no member name hashes to %s over %v", want, replicas)
+	return ""
+}
+
+// A fence its holder frees (the assignment moved) is taken by the next
+// owner no sooner than the margin after it was freed, as an expired one is
+// taken no sooner than the margin after its holder's deadline: a write
+// sent just before the release may still be under way at the member.
+func TestAFreedFenceIsTakenAMarginAfterItsHolderLetItGo(t *testing.T) {
+	c := clusterOwnedBy(t, "b", "a", "b")
+	f := newFleet(t, []string{c}, "a")
+	f.settle([]string{"a"})
+	f.add("b")
+	var freed time.Time
+	for range 10 {
+		f.tick()
+		if freed.IsZero() && slices.Contains(f.handlers["a"].log, "-"+c) {
+			freed = f.clock.now()
+		}
+		if f.shards["b"].Holds(c) {
+			if freed.IsZero() {
+				t.Fatal("b writes before a released")
+			}
+			if took := f.clock.now().Sub(freed); took < f.shards["b"].margin() {
+				t.Fatalf("b took the fence %s after a freed it, within the margin %s", took, f.shards["b"].margin())
+			}
+			return
+		}
+	}
+	t.Fatalf("b never took %s (freed at %s)", c, freed)
+}
+
+// A renewal written but answered with an error (its answer lost) leaves
+// the replica's copy of the fence one version behind; the next renewal
+// finds the fence still its own and keeps it, rather than dropping it and
+// then waiting out its own Lease.
+func TestARenewalWhoseAnswerWasLostKeepsTheFence(t *testing.T) {
+	f := newFleet(t, []string{"member1"}, "a")
+	f.settle([]string{"a"})
+	f.store.mu.Lock()
+	f.store.loseAnswerOf = FenceLeaseName("member1")
+	f.store.mu.Unlock()
+	for range 10 { // 20 s: past the lost renewal and a Lease duration
+		f.tick()
+		if !f.shards["a"].Serving("member1") {
+			t.Fatalf("a stopped serving member1 at %s; handler calls %v", f.clock.now().Format(time.TimeOnly), f.handlers["a"].log)
+		}
+	}
+	if f.store.loseAnswerOf != "" {
+		t.Fatal("no renewal was made")
+	}
+	if !f.shards["a"].Holds("member1") || slices.Contains(f.handlers["a"].log, "-member1") {
+		t.Errorf("a holds member1: %v; handler calls %v", f.shards["a"].Holds("member1"), f.handlers["a"].log)
+	}
+}
+
+// Renewing a fence needs no list: while the host refuses lists, the fences
+// held are renewed and stay, where they were lost after a Lease duration.
+func TestFencesAreRenewedWhileTheLeasesCannotBeListed(t *testing.T) {
+	f := newFleet(t, names("member", 3), "a")
+	f.settle([]string{"a"})
+	f.store.mu.Lock()
+	f.store.failLists = true
+	f.store.mu.Unlock()
+	for range 15 { // 30 s, twice the Lease duration
+		f.tick()
+	}
+	for _, c := range f.clusters {
+		if !f.shards["a"].Holds(c) {
+			t.Errorf("a lost %s while only lists failed; handler calls %v", c, f.handlers["a"].log)
+		}
+	}
+}
+
+// A Lease says how long it lasts in whole seconds: rounded up, never down,
+// so that others never see it expire before its holder stops writing.
+func TestALeaseNeverSaysItExpiresBeforeItsHolderStops(t *testing.T) {
+	s, err := New(Options{Identity: "a", LeaseDuration: 15900 * time.Millisecond, RetryPeriod: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := s.newLease("x", RoleFence, "member1", time.Now())
+	if got := duration(l, 0); got < s.o.LeaseDuration {
+		t.Errorf("a Lease of %s says it lasts %s", s.o.LeaseDuration, got)
+	}
+	if got := leaseSeconds(300 * time.Millisecond); got != 1 {
+		t.Errorf("leaseSeconds(300ms) = %d, want 1", got)
+	}
+}
+
+// Leaving deletes this replica's membership Lease only as it last wrote
+// it: one taken over meanwhile (by the shard that replaced this one when
+// the controllers restarted) is left to its new writer.
+func TestLeaveDeletesOnlyTheLeaseItWrote(t *testing.T) {
+	f := newFleet(t, []string{"member1"}, "a")
+	f.settle([]string{"a"})
+	old := f.shards["a"]
+	replacement := f.add("a")
+	replacement.step(context.Background()) // takes the Lease over
+	old.leave()
+	if f.store.holder(ReplicaLeaseName("a")) != "a" {
+		t.Fatal("the replaced shard deleted the Lease its replacement had taken over")
 	}
 }
