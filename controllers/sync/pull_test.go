@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	fakeclient "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -74,5 +75,29 @@ func TestStandsInForPullMembersThatAreNotReady(t *testing.T) {
 	}
 	if w.speaksFor(st)("edge-down") {
 		t.Error("speaks for a pull member's entry after it turned Ready")
+	}
+}
+
+// What a replica saw of Pull-mode members' entries on an object goes when
+// the object does, on every replica (not only on the one that releases its
+// finalizer), and an object created again under the same name starts with
+// nothing seen.
+func TestPullEntriesSeenGoWithTheObject(t *testing.T) {
+	w := &typeWorker{e: &Engine{opts: Options{Pulled: fakePulled{"edge": true}}}}
+	fed := &unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"name": "web", "namespace": "apps", "uid": "uid-1"},
+		"status":   map[string]any{"clusters": []any{map[string]any{"name": "edge"}, map[string]any{"name": "push"}}},
+	}}
+	key := objectKey(fed)
+	w.notePullEntries(fed)
+	if !w.sawPullEntry(key, "uid-1", "edge") || w.sawPullEntry(key, "uid-1", "push") {
+		t.Fatalf("seen: edge %v, push %v", w.sawPullEntry(key, "uid-1", "edge"), w.sawPullEntry(key, "uid-1", "push"))
+	}
+	if w.sawPullEntry(key, "uid-2", "edge") {
+		t.Error("an object created again under the name shows its predecessor's entries as seen")
+	}
+	w.forgetGone(key)
+	if w.sawPullEntry(key, "uid-1", "edge") || len(w.pullSeen) != 0 {
+		t.Errorf("%d objects' entries kept after the object went", len(w.pullSeen))
 	}
 }

@@ -149,7 +149,8 @@ func (w *typeWorker) reconcile(ctx context.Context, key string, priority int) (t
 }
 
 // forgetGone drops what the worker remembers of an object the cache no longer
-// shows: that it changed, the status it last wrote, its release.
+// shows: that it changed, the status it last wrote, its release, what its
+// peers and its Pull-mode members reported.
 func (w *typeWorker) forgetGone(key string) {
 	w.changedMu.Lock()
 	delete(w.changed, key)
@@ -159,6 +160,7 @@ func (w *typeWorker) forgetGone(key string) {
 	delete(w.released, key)
 	w.statusMu.Unlock()
 	w.forgetPeer(key)
+	w.forgetPullEntries(key)
 }
 
 // hashedHere reports whether this replica is the one that hashing the

@@ -297,7 +297,7 @@ func (w *typeWorker) syncStatus(ctx context.Context, key string, bulk bool) (tim
 			}
 			return othersHoldRequeue, nil
 		}
-		w.forgetPullEntries(fed.GetUID())
+		w.forgetPullEntries(key)
 		return 0, w.releaseFinalizer(ctx, key, fed, st.leftBehind)
 	}
 	if wait := w.gatherPeers(key, fed, keep); wait > 0 {
@@ -366,7 +366,7 @@ func (w *typeWorker) othersHold(ctx context.Context, fed *unstructured.Unstructu
 				continue
 			}
 			if cl, joined := set.Get(name); joined && w.e.pulled(name) {
-				w.notePullEntry(fed.GetUID(), name)
+				w.notePullEntry(objectKey(fed), fed.GetUID(), name)
 				if !cl.Ready && expired {
 					continue
 				}
@@ -421,7 +421,7 @@ func (w *typeWorker) pullMayHold(fed *unstructured.Unstructured, set placement.C
 		return false
 	}
 	for _, c := range set.Select(p).Clusters {
-		if cl, _ := set.Get(c); cl.Ready && w.e.pulled(c) && !listed[c] && !w.sawPullEntry(fed.GetUID(), c) {
+		if cl, _ := set.Get(c); cl.Ready && w.e.pulled(c) && !listed[c] && !w.sawPullEntry(objectKey(fed), fed.GetUID(), c) {
 			return true
 		}
 	}
@@ -438,36 +438,46 @@ func (w *typeWorker) notePullEntries(fed *unstructured.Unstructured) {
 	for _, e := range entries {
 		if m, ok := e.(map[string]any); ok {
 			if name, _ := m["name"].(string); w.e.pulled(name) {
-				w.notePullEntry(fed.GetUID(), name)
+				w.notePullEntry(objectKey(fed), fed.GetUID(), name)
 			}
 		}
 	}
 }
 
+// pullEntriesSeen are the Pull-mode members seen reporting on one object,
+// the one with uid (a name deleted and created again is a new object).
+type pullEntriesSeen struct {
+	uid      types.UID
+	clusters map[string]bool
+}
+
 // notePullEntry remembers that a Pull-mode member reported on an object.
-func (w *typeWorker) notePullEntry(uid types.UID, cluster string) {
+func (w *typeWorker) notePullEntry(key string, uid types.UID, cluster string) {
 	w.pullSeenMu.Lock()
 	defer w.pullSeenMu.Unlock()
 	if w.pullSeen == nil {
-		w.pullSeen = map[types.UID]map[string]bool{}
+		w.pullSeen = map[string]pullEntriesSeen{}
 	}
-	if w.pullSeen[uid] == nil {
-		w.pullSeen[uid] = map[string]bool{}
+	seen, ok := w.pullSeen[key]
+	if !ok || seen.uid != uid {
+		seen = pullEntriesSeen{uid: uid, clusters: map[string]bool{}}
+		w.pullSeen[key] = seen
 	}
-	w.pullSeen[uid][cluster] = true
+	seen.clusters[cluster] = true
 }
 
-func (w *typeWorker) sawPullEntry(uid types.UID, cluster string) bool {
+func (w *typeWorker) sawPullEntry(key string, uid types.UID, cluster string) bool {
 	w.pullSeenMu.Lock()
 	defer w.pullSeenMu.Unlock()
-	return w.pullSeen[uid][cluster]
+	seen, ok := w.pullSeen[key]
+	return ok && seen.uid == uid && seen.clusters[cluster]
 }
 
 // forgetPullEntries drops what notePullEntry remembered of an object.
-func (w *typeWorker) forgetPullEntries(uid types.UID) {
+func (w *typeWorker) forgetPullEntries(key string) {
 	w.pullSeenMu.Lock()
 	defer w.pullSeenMu.Unlock()
-	delete(w.pullSeen, uid)
+	delete(w.pullSeen, key)
 }
 
 func anyListed(outcomes []outcome) bool {

@@ -119,10 +119,11 @@ type typeWorker struct {
 	// delivers meanwhile must not release it again.
 	released map[string]types.UID
 
-	// pullSeen are the Pull-mode members seen reporting on each object
-	// being deleted (pullMayHold).
+	// pullSeen are, by object key, the Pull-mode members seen reporting
+	// on the object (pullMayHold reads them when it is deleted); dropped
+	// with what forgetGone drops.
 	pullSeenMu gosync.Mutex
-	pullSeen   map[types.UID]map[string]bool
+	pullSeen   map[string]pullEntriesSeen
 
 	cancel      context.CancelFunc
 	done        gosync.WaitGroup
