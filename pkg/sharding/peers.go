@@ -13,11 +13,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"math/big"
 	"net"
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -327,7 +329,9 @@ func (p *Peers) Start(ctx context.Context) error {
 				return nil
 			},
 		},
-		ErrorLog: nil,
+		// The server's own errors (a handshake refused) go to this
+		// replica's log as structured lines, not to standard error.
+		ErrorLog: log.New(serverErrors{p.log}, "", 0),
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ServeTLS(p.ln, "", "") }()
@@ -408,4 +412,12 @@ func (p *Peers) serve(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rw.WriteHeader(http.StatusNoContent)
+}
+
+// serverErrors writes the peer server's error lines to a logr.Logger.
+type serverErrors struct{ log logr.Logger }
+
+func (w serverErrors) Write(b []byte) (int, error) {
+	w.log.Info("peer server", "error", strings.TrimSpace(string(b)))
+	return len(b), nil
 }

@@ -207,3 +207,33 @@ func TestPeersForgetTheClientsOfReplicasGone(t *testing.T) {
 		t.Errorf("r1 keeps clients of %v, want r3's alone", slices.Collect(maps.Keys(peers["r1"].clients)))
 	}
 }
+
+// What a replica last read of the others is trusted for a Lease duration
+// at most: while the Leases cannot be listed, a replica whose Lease
+// expired meanwhile would otherwise still be sent to and heard.
+func TestPeersTrustTheLastReadOfTheLeasesForALeaseDuration(t *testing.T) {
+	f, peers, _ := peerFleet(t, "r1", "r2")
+	if !peers["r1"].Reachable("r2") {
+		t.Fatal("r1 does not see r2")
+	}
+	f.store.mu.Lock()
+	f.store.failLists = true
+	f.store.mu.Unlock()
+	f.tick()
+	if !peers["r1"].Reachable("r2") {
+		t.Fatal("one failed list, and r1 no longer sees r2")
+	}
+	for range 8 { // 16 s
+		f.tick()
+	}
+	if peers["r1"].Reachable("r2") {
+		t.Fatal("r1 still sends to r2 on a read of the Leases older than their duration")
+	}
+	f.store.mu.Lock()
+	f.store.failLists = false
+	f.store.mu.Unlock()
+	f.tick()
+	if !peers["r1"].Reachable("r2") {
+		t.Fatal("the Leases read again, and r1 does not see r2")
+	}
+}

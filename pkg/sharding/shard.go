@@ -72,8 +72,10 @@ type Shard struct {
 	// live are the replicas with a current membership Lease, self included
 	// while its own is.
 	live []string
-	// annotations are the live replicas' membership Lease annotations.
+	// annotations are the live replicas' membership Lease annotations,
+	// as of listedAt: the last step that read the Leases.
 	annotations map[string]map[string]string
+	listedAt    time.Time
 	// assigned is Assign over the joined members last listed and live.
 	assigned map[string]string
 	// self is this replica's membership Lease, and until when it counts.
@@ -188,6 +190,11 @@ func (s *Shard) OwnerOf(name string) string {
 func (s *Shard) liveAnnotations(identity string) map[string]string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.now().Sub(s.listedAt) >= s.o.LeaseDuration {
+		// Not read for a Lease duration (lists failing): any of them may
+		// have expired since, and none is trusted on that read.
+		return nil
+	}
 	return s.annotations[identity]
 }
 
@@ -260,7 +267,7 @@ func (s *Shard) leave() {
 	}
 	s.mu.Lock()
 	self := s.self
-	s.self = nil
+	s.self, s.live, s.annotations = nil, nil, nil
 	s.mu.Unlock()
 	if self != nil {
 		// Only the Lease as this shard last wrote it: a shard that
@@ -327,7 +334,7 @@ func (s *Shard) step(ctx context.Context) {
 		live = append(live, s.o.Identity)
 	}
 	s.live = sortedUnique(live)
-	s.annotations = annotations
+	s.annotations, s.listedAt = annotations, now
 	s.mu.Unlock()
 
 	joined, err := s.o.Clusters()
