@@ -184,8 +184,11 @@ func (k *kubeconfigConnector) connect(contextName string) (*cluster, error) {
 }
 
 // authenticateWith asks the server who the bearer of token is, trusting the
-// server as cfg does but sending no other credential. Being forbidden to
-// ask still proves the token authenticated.
+// server as cfg does but sending no other credential. The API server
+// authenticates a request before it looks at what it asks for, so any
+// answer but 401 Unauthorized proves the token authenticated: being
+// forbidden to ask, and a server without the v1 SelfSubjectReview API
+// (Kubernetes before 1.28) answering 404 or 405, too.
 func authenticateWith(ctx context.Context, cfg *rest.Config, token []byte) error {
 	tc := rest.AnonymousClientConfig(cfg)
 	tc.BearerToken = string(token)
@@ -194,7 +197,7 @@ func authenticateWith(ctx context.Context, cfg *rest.Config, token []byte) error
 		return err
 	}
 	_, err = kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
-	if apierrors.IsForbidden(err) {
+	if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err) {
 		return nil
 	}
 	return err
