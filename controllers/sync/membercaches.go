@@ -86,7 +86,11 @@ func (m *MemberCaches) caches(name string) bool {
 }
 
 // ClusterReadinessChanged adds a member that became ready with its current
-// clients before its informers are released.
+// clients before its informers are released, and removes one that is not
+// ready and has no clients any more: it left the federation (however its
+// KubeFedCluster went, even while the controllers restarted), its
+// credentials were withdrawn, or it is served in Pull mode. A member that
+// is only unreachable keeps its caches, to go on from when it is back.
 func (m *MemberCaches) ClusterReadinessChanged(name string, ready bool) {
 	if !m.caches(name) {
 		return
@@ -95,6 +99,13 @@ func (m *MemberCaches) ClusterReadinessChanged(name string, ready bool) {
 		m.Ensure(name)
 	}
 	m.Manager.ClusterReadinessChanged(name, ready)
+	if !ready {
+		if _, ok := m.registry.Get(name); !ok {
+			// Not under the tracker's notification: stopping informers
+			// waits for their handlers.
+			go m.Remove(name)
+		}
+	}
 }
 
 // Ensure makes sure the member's informers use its current clients and
@@ -104,12 +115,17 @@ func (m *MemberCaches) Ensure(name string) bool {
 		return false
 	}
 	clients, ok := m.registry.Get(name)
-	if !ok {
-		return false
-	}
 	m.mu.RLock()
 	gen, added := m.added[name]
 	m.mu.RUnlock()
+	if !ok {
+		if added {
+			// Its clients are gone: so go the informers that used them,
+			// apart from the caller, which may be one of their handlers.
+			go m.Remove(name)
+		}
+		return false
+	}
 	if added && gen == clients.Generation() {
 		return true
 	}
@@ -117,6 +133,10 @@ func (m *MemberCaches) Ensure(name string) bool {
 	defer m.mu.Unlock()
 	if gen, ok := m.added[name]; ok && gen == clients.Generation() {
 		return true
+	}
+	if m.owned != nil && !m.owned[name] {
+		// Disowned since caches() said yes.
+		return false
 	}
 	if err := m.Manager.AddCluster(name, clients.Config()); err != nil {
 		return false
@@ -133,5 +153,11 @@ func (m *MemberCaches) Remove(name string) {
 	m.mu.Unlock()
 	if ok {
 		m.Manager.RemoveCluster(name)
+		// An Ensure in between may have added the member again, which
+		// the removal undid: it must not count as added, so that the next
+		// Ensure adds it (again, if it was added after the removal).
+		m.mu.Lock()
+		delete(m.added, name)
+		m.mu.Unlock()
 	}
 }

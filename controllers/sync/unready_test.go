@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -229,22 +230,7 @@ func TestUnsyncedCacheOfAMemberNotReady(t *testing.T) {
 // would leave the copy labelled as managed for good.
 func TestReleaseReadsReadinessFromTheClusterSet(t *testing.T) {
 	const copy = `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"stranded","namespace":"ns","resourceVersion":"5","labels":{"kubefed.io/managed":"true"}}}`
-	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		rw.Header().Set("Content-Type", "application/json")
-		q := r.URL.Query()
-		switch {
-		case q.Get("watch") == "true" && q.Get("sendInitialEvents") == "true":
-			// A streaming list: the copy, then the end of the initial events.
-			_, _ = rw.Write([]byte(`{"type":"ADDED","object":` + copy + "}\n" +
-				`{"type":"BOOKMARK","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"resourceVersion":"5","annotations":{"k8s.io/initial-events-end":"true"}}}}` + "\n"))
-			rw.(http.Flusher).Flush()
-			<-r.Context().Done()
-		case q.Get("watch") == "true":
-			<-r.Context().Done()
-		default:
-			_, _ = rw.Write([]byte(`{"apiVersion":"v1","kind":"ConfigMapList","metadata":{"resourceVersion":"5"},"items":[` + copy + "]}"))
-		}
-	}))
+	srv := configMapMember(copy)
 	defer srv.Close()
 	registry := clusterclient.NewRegistry(clusterclient.ConfigOptions{})
 	if _, err := registry.SetLocal("m", &rest.Config{Host: srv.URL}); err != nil {
@@ -279,4 +265,27 @@ func TestReleaseReadsReadinessFromTheClusterSet(t *testing.T) {
 	if len(e.spells) != 0 {
 		t.Fatal("a member the set shows Ready was treated as not ready")
 	}
+}
+
+// configMapMember is a member API server that lists and streams the
+// ConfigMaps given (JSON), then holds every watch open.
+func configMapMember(items ...string) *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		rw.Header().Set("Content-Type", "application/json")
+		q := r.URL.Query()
+		switch {
+		case q.Get("watch") == "true" && q.Get("sendInitialEvents") == "true":
+			// A streaming list: the items, then the end of the initial events.
+			for _, item := range items {
+				_, _ = rw.Write([]byte(`{"type":"ADDED","object":` + item + "}\n"))
+			}
+			_, _ = rw.Write([]byte(`{"type":"BOOKMARK","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"resourceVersion":"5","annotations":{"k8s.io/initial-events-end":"true"}}}}` + "\n"))
+			rw.(http.Flusher).Flush()
+			<-r.Context().Done()
+		case q.Get("watch") == "true":
+			<-r.Context().Done()
+		default:
+			_, _ = rw.Write([]byte(`{"apiVersion":"v1","kind":"ConfigMapList","metadata":{"resourceVersion":"5"},"items":[` + strings.Join(items, ",") + "]}"))
+		}
+	}))
 }

@@ -1,0 +1,71 @@
+package sync
+
+import (
+	"testing"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubefed-io/kubefed/controllers/cluster"
+	"github.com/kubefed-io/kubefed/pkg/clusterclient"
+	"github.com/kubefed-io/kubefed/pkg/informermanager"
+)
+
+// A member whose clients are gone (its KubeFedCluster deleted, whenever
+// that was seen, or its credentials withdrawn) loses its caches when it
+// turns not ready, and so stops watching with them; one that is only
+// unreachable keeps them. A member added again is cached again.
+func TestMembersWithoutClientsLoseTheirCaches(t *testing.T) {
+	srv := configMapMember(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"ns","resourceVersion":"5"}}`)
+	defer srv.Close()
+	registry := clusterclient.NewRegistry(clusterclient.ConfigOptions{})
+	for _, name := range []string{"gone", "down"} {
+		if _, err := registry.SetLocal(name, &rest.Config{Host: srv.URL}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tracker := cluster.NewReadinessTracker("kube-federation-system")
+	members := NewMemberCaches(registry, tracker, "", logr.Discard())
+	defer members.Stop()
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	defer members.Subscribe(gvr, func(informermanager.Event) {})()
+	for _, name := range []string{"gone", "down"} {
+		tracker.Set(name, true)
+		waitUntil(t, name+"'s cache synced", func() bool { return members.HasSynced(name, gvr) })
+	}
+
+	// The cluster controller forgets a deleted cluster: clients first,
+	// then readiness.
+	registry.Remove("gone")
+	tracker.Set("gone", false)
+	tracker.Set("down", false)
+	waitUntil(t, "the caches of the member without clients removed", func() bool {
+		lister, _ := members.Lister("gone", gvr)
+		return lister == nil
+	})
+	if lister, synced := members.Lister("down", gvr); lister == nil || !synced {
+		t.Error("an unreachable member's caches were dropped")
+	}
+	if members.Ensure("gone") {
+		t.Error("Ensure says a member without clients is cached")
+	}
+
+	// Joined again.
+	if _, err := registry.SetLocal("gone", &rest.Config{Host: srv.URL}); err != nil {
+		t.Fatal(err)
+	}
+	tracker.Set("gone", true)
+	waitUntil(t, "the member joined again cached", func() bool { return members.HasSynced("gone", gvr) })
+
+	// Credentials withdrawn while the member stays unreachable: the next
+	// reconcile's Ensure finds no clients and drops the caches.
+	registry.Remove("down")
+	if members.Ensure("down") {
+		t.Error("Ensure says a member without clients is cached")
+	}
+	waitUntil(t, "the caches of the member whose clients went removed", func() bool {
+		lister, _ := members.Lister("down", gvr)
+		return lister == nil
+	})
+}
