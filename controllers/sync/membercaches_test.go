@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"net/http/httptest"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -17,23 +18,9 @@ import (
 // turns not ready, and so stops watching with them; one that is only
 // unreachable keeps them. A member added again is cached again.
 func TestMembersWithoutClientsLoseTheirCaches(t *testing.T) {
-	srv := configMapMember(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"ns","resourceVersion":"5"}}`)
-	defer srv.Close()
-	registry := clusterclient.NewRegistry(clusterclient.ConfigOptions{})
-	for _, name := range []string{"gone", "down"} {
-		if _, err := registry.SetLocal(name, &rest.Config{Host: srv.URL}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tracker := cluster.NewReadinessTracker("kube-federation-system")
-	members := NewMemberCaches(registry, tracker, "", logr.Discard())
-	defer members.Stop()
+	srv := configMapMember(t, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"ns","resourceVersion":"5"}}`)
 	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-	defer members.Subscribe(gvr, func(informermanager.Event) {})()
-	for _, name := range []string{"gone", "down"} {
-		tracker.Set(name, true)
-		waitUntil(t, name+"'s cache synced", func() bool { return members.HasSynced(name, gvr) })
-	}
+	registry, tracker, members := syncedMemberCaches(t, srv, gvr, "gone", "down")
 
 	// The cluster controller forgets a deleted cluster: clients first,
 	// then readiness.
@@ -68,4 +55,26 @@ func TestMembersWithoutClientsLoseTheirCaches(t *testing.T) {
 		lister, _ := members.Lister("down", gvr)
 		return lister == nil
 	})
+}
+
+// syncedMemberCaches are member caches of gvr in the named members, all
+// served by srv, each ready and synced; stopped when the test ends.
+func syncedMemberCaches(t *testing.T, srv *httptest.Server, gvr schema.GroupVersionResource, names ...string) (*clusterclient.Registry, *cluster.ReadinessTracker, *MemberCaches) {
+	t.Helper()
+	registry := clusterclient.NewRegistry(clusterclient.ConfigOptions{})
+	for _, name := range names {
+		if _, err := registry.SetLocal(name, &rest.Config{Host: srv.URL}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tracker := cluster.NewReadinessTracker("kube-federation-system")
+	members := NewMemberCaches(registry, tracker, "", logr.Discard())
+	t.Cleanup(members.Stop)
+	t.Cleanup(members.Subscribe(gvr, func(informermanager.Event) {}))
+	for _, name := range names {
+		members.Ensure(name)
+		tracker.Set(name, true)
+		waitUntil(t, name+"'s cache synced", func() bool { return members.HasSynced(name, gvr) })
+	}
+	return registry, tracker, members
 }

@@ -21,7 +21,6 @@ import (
 	typesv1beta1 "github.com/kubefed-io/kubefed/api/types/v1beta1"
 	"github.com/kubefed-io/kubefed/controllers/cluster"
 	"github.com/kubefed-io/kubefed/pkg/clusterclient"
-	"github.com/kubefed-io/kubefed/pkg/informermanager"
 	"github.com/kubefed-io/kubefed/pkg/placement"
 )
 
@@ -230,20 +229,9 @@ func TestUnsyncedCacheOfAMemberNotReady(t *testing.T) {
 // would leave the copy labelled as managed for good.
 func TestReleaseReadsReadinessFromTheClusterSet(t *testing.T) {
 	const copy = `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"stranded","namespace":"ns","resourceVersion":"5","labels":{"kubefed.io/managed":"true"}}}`
-	srv := configMapMember(copy)
-	defer srv.Close()
-	registry := clusterclient.NewRegistry(clusterclient.ConfigOptions{})
-	if _, err := registry.SetLocal("m", &rest.Config{Host: srv.URL}); err != nil {
-		t.Fatal(err)
-	}
-	tracker := cluster.NewReadinessTracker("kube-federation-system")
-	members := NewMemberCaches(registry, tracker, "", logr.Discard())
-	defer members.Stop()
+	srv := configMapMember(t, copy)
 	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-	defer members.Subscribe(gvr, func(informermanager.Event) {})()
-	members.Ensure("m")
-	tracker.Set("m", true)
-	waitUntil(t, "the member's cache synced", func() bool { return members.HasSynced("m", gvr) })
+	registry, tracker, members := syncedMemberCaches(t, srv, gvr, "m")
 	// The KubeFedCluster says Ready; the tracker has not caught up.
 	tracker.Set("m", false)
 
@@ -268,9 +256,10 @@ func TestReleaseReadsReadinessFromTheClusterSet(t *testing.T) {
 }
 
 // configMapMember is a member API server that lists and streams the
-// ConfigMaps given (JSON), then holds every watch open.
-func configMapMember(items ...string) *httptest.Server {
-	return httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+// ConfigMaps given (JSON), then holds every watch open; it closes after
+// the cleanups registered after it (the caches watching it) ran.
+func configMapMember(t *testing.T, items ...string) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		rw.Header().Set("Content-Type", "application/json")
 		q := r.URL.Query()
 		switch {
@@ -288,4 +277,6 @@ func configMapMember(items ...string) *httptest.Server {
 			_, _ = rw.Write([]byte(`{"apiVersion":"v1","kind":"ConfigMapList","metadata":{"resourceVersion":"5"},"items":[` + strings.Join(items, ",") + "]}"))
 		}
 	}))
+	t.Cleanup(srv.Close)
+	return srv
 }
