@@ -112,6 +112,12 @@ type member struct {
 	// ReadinessChecker, else when the cluster is first ready.
 	started   bool
 	informers map[schema.GroupVersionResource]*resourceInformer
+	// replaced are the informers of the member this one replaced (new
+	// clients), until this one's of the same resource has synced: what
+	// they held and the successor does not list was deleted meanwhile,
+	// perhaps while their watch could not report it, and subscribers are
+	// told so.
+	replaced map[schema.GroupVersionResource]*resourceInformer
 }
 
 // New returns a Manager with no clusters and no subscriptions; Stop
@@ -163,6 +169,17 @@ func (m *Manager) AddCluster(name string, cfg *rest.Config) error {
 	var t teardown
 	old, replaced := m.clusters[name]
 	if replaced {
+		c.replaced = map[schema.GroupVersionResource]*resourceInformer{}
+		for gvr, ri := range old.informers {
+			c.replaced[gvr] = ri
+		}
+		for gvr, ri := range old.replaced {
+			// Replaced twice before syncing: the first one's cache is
+			// what subscribers last heard of.
+			if _, ok := old.informers[gvr]; !ok || !old.informers[gvr].informer.HasSynced() {
+				c.replaced[gvr] = ri
+			}
+		}
 		t.member(old)
 	}
 	m.clusters[name] = c
@@ -354,16 +371,44 @@ func (m *Manager) startInformerLocked(c *member, gvr schema.GroupVersionResource
 		ri.addDelivery(id, h)
 	}
 	c.informers[gvr] = ri
-	ri.run(m.ctx, func() { m.informerSynced(ri) })
+	predecessor := c.replaced[gvr]
+	delete(c.replaced, gvr)
+	ri.run(m.ctx, func() { m.informerSynced(ri, predecessor) })
 }
 
-func (m *Manager) informerSynced(ri *resourceInformer) {
+// informerSynced publishes ri's sync; with predecessor, the informer of
+// the same cluster and resource that ri replaced, it tells ri's
+// subscribers of the objects the predecessor held that ri did not list:
+// deleted while the clients changed, their deletion seen by neither.
+func (m *Manager) informerSynced(ri, predecessor *resourceInformer) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	// A replaced informer must not overwrite its successor's series.
-	if m.informerLocked(ri.cluster, ri.gvr) == ri {
+	current := m.informerLocked(ri.cluster, ri.gvr) == ri
+	if current {
 		informerSynced.WithLabelValues(ri.cluster, resourceLabel(ri.gvr)).Set(1)
 		ri.logger.V(1).Info("Member informer synced")
+	}
+	var deliveries []*delivery
+	if current && predecessor != nil {
+		for _, d := range ri.deliveries {
+			deliveries = append(deliveries, d)
+		}
+	}
+	m.mu.Unlock()
+	if len(deliveries) == 0 {
+		return
+	}
+	for _, obj := range predecessor.informer.GetStore().List() {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		if _, exists, _ := ri.informer.GetStore().Get(u); exists {
+			continue
+		}
+		for _, d := range deliveries {
+			d.deliver(Event{Type: Deleted, Object: u})
+		}
 	}
 }
 

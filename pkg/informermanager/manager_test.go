@@ -315,6 +315,30 @@ func TestReplacingAClusterRestartsItsInformers(t *testing.T) {
 	}
 }
 
+// An object deleted while a cluster's clients changed (a rotated token: the
+// old watch failing with 401 Unauthorized cannot report it) is not listed
+// by the new informer; its subscribers hear of the deletion once the new
+// one has synced, and nothing of the objects that are still there.
+func TestReplacingAClusterReportsWhatWentMeanwhileAsDeleted(t *testing.T) {
+	old, renewed := newMember(configMap("kept", true), configMap("gone", true)), newMember(configMap("kept", true))
+	m := newTestManager(t, Options{}, map[string]*fake.FakeDynamicClient{"old-endpoint": old, "new-endpoint": renewed})
+	if err := m.AddCluster("swap", &rest.Config{Host: "old-endpoint"}); err != nil {
+		t.Fatal(err)
+	}
+	var r recorder
+	defer m.Subscribe(configMaps, r.handle)()
+	r.waitSeen(t, "swap", Added, "gone")
+	r.waitSeen(t, "swap", Added, "kept")
+
+	if err := m.AddCluster("swap", &rest.Config{Host: "new-endpoint"}); err != nil {
+		t.Fatal(err)
+	}
+	r.waitSeen(t, "swap", Deleted, "gone")
+	if r.seen("swap", Deleted, "kept") {
+		t.Error("an object the new clients list was reported deleted")
+	}
+}
+
 func TestManagedFieldsAreStripped(t *testing.T) {
 	cm := configMap("web", true)
 	cm.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}})
