@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -250,6 +251,10 @@ func (j *joiner) plan(ctx context.Context) ([]*step, error) {
 		return nil, err
 	}
 	if j.pull {
+		if j.host.insecure {
+			fmt.Fprintf(j.warn, "Warning: context %q skips TLS verification; the agent's kubeconfig for the host, in Secret %s/%s of %s, does likewise\n",
+				j.host.context, j.reg.namespace, AgentHostSecret, j.mem.context)
+		}
 		return j.planPull(ctx)
 	}
 	if j.mem.insecure {
@@ -763,6 +768,11 @@ func (j *joiner) applySpec(spec *corev1beta1.KubeFedClusterSpec) {
 	spec.SecretRef.Name = j.hostSecretName
 	if j.mem.insecure {
 		spec.DisabledTLSValidations = []corev1beta1.TLSValidation{corev1beta1.TLSAll}
+	} else if slices.Equal(spec.DisabledTLSValidations, []corev1beta1.TLSValidation{corev1beta1.TLSAll}) {
+		// What an earlier join from a kubeconfig that skipped verification
+		// set, and this one verifies: verification is back on, as KubeFed's
+		// join, which rewrote the whole spec, had it.
+		spec.DisabledTLSValidations = nil
 	}
 	if j.mem.proxyURL != "" {
 		spec.ProxyURL = j.mem.proxyURL

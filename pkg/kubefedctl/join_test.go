@@ -554,4 +554,11 @@ func TestJoinInsecureKubeconfig(t *testing.T) {
 	if !slices.Equal(spec.DisabledTLSValidations, []corev1beta1.TLSValidation{corev1beta1.TLSAll}) || spec.CABundle != nil {
 		t.Errorf("spec %+v, want disabledTLSValidations [*] and no caBundle", spec)
 	}
+	// The kubeconfig verifies again: so does the cluster, once joined again.
+	w.member.insecure = false
+	w.member.caData = []byte(fakeCA)
+	w.mustRun(t, "join", "member1", "--error-on-existing=false")
+	if spec := getKFC(t, w.host, "member1").Spec; len(spec.DisabledTLSValidations) != 0 || spec.CABundle == nil {
+		t.Errorf("joined again from a kubeconfig that verifies: spec %+v, want no disabledTLSValidations and its caBundle", spec)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -100,7 +101,7 @@ func (j *joiner) planPull(ctx context.Context) ([]*step, error) {
 		reg: r, takeOver: takeOver,
 	}.plan(ctx))
 	add(agent.planTokenSecret(ctx))
-	add(j.planAgentHostSecret(agent))
+	add(j.planAgentHostSecret(ctx, agent))
 	if j.opts.installAgent {
 		add(j.planAgentDeployment(ctx))
 	}
@@ -188,10 +189,22 @@ func syncRules(live *[]rbacv1.PolicyRule, desired []rbacv1.PolicyRule) syncResul
 }
 
 // planAgentHostSecret plans the member Secret with the agent's host
-// kubeconfig, written once the host issued the agent's token.
-func (j *joiner) planAgentHostSecret(agent *joiner) (*step, error) {
+// kubeconfig, written once the host issued the agent's token. One that
+// join did not write for this cluster (another host's agent reads it) is
+// refused unless --error-on-existing=false says to take it over.
+func (j *joiner) planAgentHostSecret(ctx context.Context, agent *joiner) (*step, error) {
 	ref := objectRef{Kind: "Secret", Namespace: j.reg.namespace, Name: AgentHostSecret}
 	secrets := j.mem.kube.CoreV1().Secrets(j.reg.namespace)
+	if !j.namespaceTerminating {
+		live, err := secrets.Get(ctx, AgentHostSecret, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return nil, fmt.Errorf("get %s in %s: %w", ref, j.mem.context, err)
+		case !j.reg.createdForRegistration(live.Labels) && j.opts.errorOnExisting:
+			return nil, existingObjectError(ref, j.mem, j.reg)
+		}
+	}
 	return &step{where: j.mem, ref: ref, action: actionConfigured, run: func(ctx context.Context, s *step) error {
 		kubeconfig, err := agentKubeconfig(j.host, agent.token.Data[tokenKey])
 		if err != nil {
@@ -203,6 +216,9 @@ func (j *joiner) planAgentHostSecret(agent *joiner) (*step, error) {
 			Data:       map[string][]byte{AgentHostKubeconfigKey: kubeconfig},
 		}
 		live, err := secrets.Get(ctx, AgentHostSecret, metav1.GetOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("get %s in %s: %w", ref, j.mem.context, err)
+		}
 		if err != nil {
 			if _, err := secrets.Create(ctx, desired, metav1.CreateOptions{}); err != nil {
 				return fmt.Errorf("create %s in %s: %w", ref, j.mem.context, err)

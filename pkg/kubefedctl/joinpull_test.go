@@ -1,10 +1,14 @@
 package kubefedctl
 
 import (
+	"context"
 	"slices"
+	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
 )
@@ -81,5 +85,46 @@ func TestAgentMayRenewItsOwnLeaseOnly(t *testing.T) {
 	if role.Namespace != r.namespace || len(role.Rules) != 1 || !slices.Equal(role.Rules[0].ResourceNames, []string{"kubefed-agent-edge"}) ||
 		slices.Contains(role.Rules[0].Verbs, "create") {
 		t.Errorf("lease role %+v", role)
+	}
+}
+
+// The member Secret the agent reads the host's kubeconfig from is refused
+// when join did not write it for this cluster (another host's agent may
+// read it), and taken over only with --error-on-existing=false.
+func TestJoinPullRefusesAnAgentSecretItDidNotWrite(t *testing.T) {
+	w := newWorld(t)
+	foreign := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: AgentHostSecret, Namespace: testNamespace, Labels: map[string]string{JoinedClusterLabel: "east"}},
+		Data:       map[string][]byte{AgentHostKubeconfigKey: []byte("another host's")},
+	}
+	if _, err := w.member.kube.CoreV1().Secrets(testNamespace).Create(context.Background(), foreign, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, err := w.run(t, "join", "member1", "--mode", "pull", "--install-agent=false")
+	if err == nil || !strings.Contains(err.Error()+errOut, "Secret kube-federation-system/"+AgentHostSecret) {
+		t.Fatalf("join over another join's agent Secret: err %v, stderr %s", err, errOut)
+	}
+	live, err := w.member.kube.CoreV1().Secrets(testNamespace).Get(context.Background(), AgentHostSecret, metav1.GetOptions{})
+	if err != nil || string(live.Data[AgentHostKubeconfigKey]) != "another host's" {
+		t.Fatalf("the refused join changed the Secret: %v %q", err, live.Data)
+	}
+	w.mustRun(t, "join", "member1", "--mode", "pull", "--install-agent=false", "--error-on-existing=false")
+	live, err = w.member.kube.CoreV1().Secrets(testNamespace).Get(context.Background(), AgentHostSecret, metav1.GetOptions{})
+	if err != nil || string(live.Data[AgentHostKubeconfigKey]) == "another host's" {
+		t.Errorf("taken over with --error-on-existing=false: %v %q", err, live.Data)
+	}
+}
+
+// A host context that skips TLS verification is warned about in Pull mode
+// too: the agent's kubeconfig for the host skips it likewise.
+func TestJoinPullWarnsOfAnInsecureHostContext(t *testing.T) {
+	w := newWorld(t)
+	w.host.insecure = true
+	_, errOut, err := w.run(t, "join", "member1", "--mode", "pull", "--install-agent=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errOut, `context "host" skips TLS verification`) {
+		t.Errorf("no warning on stderr: %q", errOut)
 	}
 }
