@@ -131,6 +131,11 @@ func (m *MemberCaches) Ensure(name string) bool {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	// The newest clients: another Ensure may have added newer ones than
+	// those read above while this one waited for the lock.
+	if clients, ok = m.registry.Get(name); !ok {
+		return false
+	}
 	if gen, ok := m.added[name]; ok && gen == clients.Generation() {
 		return true
 	}
