@@ -124,6 +124,10 @@ func (u *unjoiner) unjoin(ctx context.Context) error {
 		return fmt.Errorf("unjoin cluster %q: %w", name, err)
 	}
 	if kfc == nil && len(hostSteps) == 0 && len(memberSteps) == 0 && (memberErr != nil || !u.namespaceMayBeRemoved()) {
+		if memberErr != nil {
+			return fmt.Errorf("cluster %q is not joined: KubeFedCluster %s/%s not found in %s, and member cluster %q could not be looked at for what join creates: %w",
+				name, u.reg.namespace, name, u.host.context, u.memberCtx, memberErr)
+		}
 		return fmt.Errorf("cluster %q is not joined: KubeFedCluster %s/%s not found in %s, and nothing join creates was found in the member",
 			name, u.reg.namespace, name, u.host.context)
 	}

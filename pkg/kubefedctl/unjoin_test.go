@@ -276,6 +276,17 @@ func TestUnjoinNotJoined(t *testing.T) {
 	}
 }
 
+// With --force, a cluster neither registered nor reachable is not said to
+// hold nothing join creates: its member could not be looked at.
+func TestUnjoinForcedOfAnUnreachableMemberNotJoined(t *testing.T) {
+	w := newWorld(t)
+	w.member.setUnreachable(true)
+	_, _, err := w.run(t, "unjoin", "member1", "--force")
+	if err == nil || !strings.Contains(err.Error(), `is not joined`) || !strings.Contains(err.Error(), `could not be looked at`) {
+		t.Fatalf("got %v", err)
+	}
+}
+
 func TestUnjoinDryRun(t *testing.T) {
 	w := newWorld(t)
 	w.mustRun(t, "join", "member1")
