@@ -264,6 +264,7 @@ func (w *typeWorker) sendFailed(key string) {
 	s := w.peerSent[key]
 	s.failed = time.Now()
 	w.peerSent[key] = s
+	w.sweepPeersLocked(s.failed)
 	w.peerMu.Unlock()
 	enqueue(w.statusQueue, key, promptPriority, 0)
 }
@@ -311,8 +312,42 @@ func (w *typeWorker) holdReport(r peerReport) map[string]map[string]any {
 		w.peerSeq++
 		h.clusters[c] = peerEntry{entry: given[c], at: now, seq: w.peerSeq, generation: r.Generation}
 	}
+	w.sweepPeersLocked(now)
 	w.peerMu.Unlock()
 	return given
+}
+
+// peerSweepEvery is how often the peer tables are swept of objects gone.
+const peerSweepEvery = time.Minute
+
+// sweepPeersLocked drops, at most every peerSweepEvery, what the peer
+// tables hold of objects the host cache no longer shows and that nothing
+// touched for their time to live: a report, or a failed delivery, that
+// came after the object was forgotten (forgetGone) would stay for good.
+// w.peerMu is held.
+func (w *typeWorker) sweepPeersLocked(now time.Time) {
+	if w.informer == nil || now.Sub(w.peerSwept) < peerSweepEvery {
+		return
+	}
+	w.peerSwept = now
+	gone := func(key string) bool {
+		_, exists, err := w.informer.GetIndexer().GetByKey(key)
+		return err == nil && !exists
+	}
+	for key, h := range w.peerIn {
+		stale := true
+		for _, e := range h.clusters {
+			stale = stale && now.Sub(e.at) > peerEntryTTL
+		}
+		if stale && gone(key) {
+			delete(w.peerIn, key)
+		}
+	}
+	for key, s := range w.peerSent {
+		if now.Sub(s.at) > peerFailedFor && now.Sub(s.failed) > peerFailedFor && gone(key) {
+			delete(w.peerSent, key)
+		}
+	}
 }
 
 // reportWaits reports whether a report on the object at key, of uid and

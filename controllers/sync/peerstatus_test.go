@@ -3,6 +3,7 @@ package sync
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/kubefed-io/kubefed/pkg/placement"
 )
@@ -351,5 +353,39 @@ func TestMembersWithoutWordOnAGenerationArePropagating(t *testing.T) {
 	other.e.clustersWatched.Store(true)
 	if u := other.unreported("ns/x", fed, nil, func(m string) bool { return m == "b" }); len(u) != 0 {
 		t.Fatalf("a replica that does not own the object found %v unreported", u)
+	}
+}
+
+// A report, or a failed delivery, of an object already gone leaves an
+// entry nothing else would drop: the tables are swept of objects the host
+// cache does not show once their time to live passed, and keep what is
+// fresh or of an object still there.
+func TestPeerTablesForgetObjectsGone(t *testing.T) {
+	w := peerWorker("r1", "r1")
+	w.informer = toolscache.NewSharedIndexInformer(&toolscache.ListWatch{}, &unstructured.Unstructured{}, 0,
+		toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
+	there := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "there", "namespace": "ns"}}}
+	if err := w.informer.GetIndexer().Add(there); err != nil {
+		t.Fatal(err)
+	}
+	w.statusQueue = newQueue[string]("test-status")
+	defer w.statusQueue.ShutDown()
+	w.peerSwept = time.Now() // no sweep while the entries are made
+	for _, key := range []string{"ns/there", "ns/gone"} {
+		w.tookReportEntries(key, "uid", []string{"b"}, []any{map[string]any{"name": "b"}})
+		w.sendFailed(key)
+	}
+	w.peerMu.Lock()
+	defer w.peerMu.Unlock()
+	w.sweepPeersLocked(time.Now().Add(peerSweepEvery / 2))
+	if len(w.peerIn) != 2 || len(w.peerSent) != 2 {
+		t.Fatalf("swept before peerSweepEvery: %d held, %d sent", len(w.peerIn), len(w.peerSent))
+	}
+	w.sweepPeersLocked(time.Now().Add(2 * peerSweepEvery))
+	if _, ok := w.peerIn["ns/gone"]; ok || len(w.peerIn) != 1 {
+		t.Errorf("held after the sweep: %v, want ns/there alone", slices.Collect(maps.Keys(w.peerIn)))
+	}
+	if _, ok := w.peerSent["ns/gone"]; ok || len(w.peerSent) != 1 {
+		t.Errorf("sent after the sweep: %v, want ns/there alone", slices.Collect(maps.Keys(w.peerSent)))
 	}
 }

@@ -114,6 +114,8 @@ type typeWorker struct {
 	peerSent map[string]peerSent
 	peerIn   map[string]*peerHeld
 	peerSeq  uint64
+	// peerSwept is when the two tables were last swept of objects gone.
+	peerSwept time.Time
 	// released is the UID of each object whose finalizer this engine
 	// removed, until the cache shows the object gone: events the cache
 	// delivers meanwhile must not release it again.
