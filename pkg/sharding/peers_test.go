@@ -216,9 +216,7 @@ func TestPeersTrustTheLastReadOfTheLeasesForALeaseDuration(t *testing.T) {
 	if !peers["r1"].Reachable("r2") {
 		t.Fatal("r1 does not see r2")
 	}
-	f.store.mu.Lock()
-	f.store.failLists = true
-	f.store.mu.Unlock()
+	f.store.refuseLists(true)
 	f.tick()
 	if !peers["r1"].Reachable("r2") {
 		t.Fatal("one failed list, and r1 no longer sees r2")
@@ -229,9 +227,7 @@ func TestPeersTrustTheLastReadOfTheLeasesForALeaseDuration(t *testing.T) {
 	if peers["r1"].Reachable("r2") {
 		t.Fatal("r1 still sends to r2 on a read of the Leases older than their duration")
 	}
-	f.store.mu.Lock()
-	f.store.failLists = false
-	f.store.mu.Unlock()
+	f.store.refuseLists(false)
 	f.tick()
 	if !peers["r1"].Reachable("r2") {
 		t.Fatal("the Leases read again, and r1 does not see r2")

@@ -106,6 +106,13 @@ func (m *memLeases) delete(_ context.Context, name, rv string) error {
 	return nil
 }
 
+// refuseLists makes list fail, or work again.
+func (m *memLeases) refuseLists(on bool) {
+	m.mu.Lock()
+	m.failLists = on
+	m.mu.Unlock()
+}
+
 func (m *memLeases) holder(name string) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -568,9 +575,7 @@ func TestARenewalWhoseAnswerWasLostKeepsTheFence(t *testing.T) {
 func TestFencesAreRenewedWhileTheLeasesCannotBeListed(t *testing.T) {
 	f := newFleet(t, names("member", 3), "a")
 	f.settle([]string{"a"})
-	f.store.mu.Lock()
-	f.store.failLists = true
-	f.store.mu.Unlock()
+	f.store.refuseLists(true)
 	for range 15 { // 30 s, twice the Lease duration
 		f.tick()
 	}
