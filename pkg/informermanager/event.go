@@ -49,13 +49,40 @@ type Event struct {
 // handlers to return; the other methods of Manager are fine.
 type Handler func(Event)
 
+// subscription is one Subscribe call's handler behind a gate that every
+// delivery of the subscription passes. Closing it makes unsubscribing final
+// even for deliveries that a concurrent RemoveCluster or AddCluster has
+// already taken out of the Manager's maps and not yet closed: unsubscribe
+// cannot reach those, but it can wait here for their running calls.
+type subscription struct {
+	handler Handler
+
+	mu     sync.RWMutex
+	closed bool
+}
+
+func (s *subscription) call(e Event) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if !s.closed {
+		s.handler(e)
+	}
+}
+
+// close returns once no handler call of s is running and none will follow.
+func (s *subscription) close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+}
+
 // delivery connects one subscription to one informer. The gate makes
 // unsubscribing and removing clusters final: client-go's RemoveEventHandler
 // does not wait for a notification already being delivered, but closing the
 // gate does, and nothing passes it afterwards.
 type delivery struct {
 	cluster      string
-	handler      Handler
+	sub          *subscription
 	registration cache.ResourceEventHandlerRegistration
 
 	mu     sync.Mutex
@@ -69,7 +96,7 @@ func (d *delivery) deliver(e Event) {
 		return
 	}
 	e.Cluster = d.cluster
-	d.handler(e)
+	d.sub.call(e)
 }
 
 // close returns once no handler call of d is running and none will follow.

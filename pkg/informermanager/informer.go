@@ -97,10 +97,10 @@ func watchErrorLogger(logger logr.Logger) cache.WatchErrorHandlerWithContext {
 	}
 }
 
-// addDelivery subscribes handler, under id, to the informer. A running
+// addDelivery subscribes sub, under id, to the informer. A running
 // informer replays its cache to the new handler as Added events.
-func (ri *resourceInformer) addDelivery(id uint64, handler Handler) {
-	d := &delivery{cluster: ri.cluster, handler: handler}
+func (ri *resourceInformer) addDelivery(id uint64, sub *subscription) {
+	d := &delivery{cluster: ri.cluster, sub: sub}
 	logger := ri.logger
 	reg, err := ri.informer.AddEventHandlerWithOptions(d, cache.HandlerOptions{Logger: &logger})
 	if err != nil {

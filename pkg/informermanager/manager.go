@@ -95,9 +95,9 @@ type Manager struct {
 	mu       sync.RWMutex
 	stopped  bool
 	clusters map[string]*member
-	// subs holds every subscription's handler by resource and ID; it
-	// outlives clusters, so that clusters added later get them too.
-	subs   map[schema.GroupVersionResource]map[uint64]Handler
+	// subs holds every subscription by resource and ID; it outlives
+	// clusters, so that clusters added later get them too.
+	subs   map[schema.GroupVersionResource]map[uint64]*subscription
 	nextID uint64
 }
 
@@ -137,7 +137,7 @@ func New(o Options) *Manager {
 		ctx:       ctx,
 		cancel:    cancel,
 		clusters:  map[string]*member{},
-		subs:      map[schema.GroupVersionResource]map[uint64]Handler{},
+		subs:      map[schema.GroupVersionResource]map[uint64]*subscription{},
 	}
 }
 
@@ -244,15 +244,16 @@ func (m *Manager) Subscribe(gvr schema.GroupVersionResource, handler Handler) (u
 	id := m.nextID
 	m.nextID++
 	if m.subs[gvr] == nil {
-		m.subs[gvr] = map[uint64]Handler{}
+		m.subs[gvr] = map[uint64]*subscription{}
 	}
-	m.subs[gvr][id] = handler
+	sub := &subscription{handler: handler}
+	m.subs[gvr][id] = sub
 	for _, c := range m.clusters {
 		if !c.started {
 			continue
 		}
 		if ri, ok := c.informers[gvr]; ok {
-			ri.addDelivery(id, handler)
+			ri.addDelivery(id, sub)
 		} else {
 			m.startInformerLocked(c, gvr)
 		}
@@ -264,6 +265,7 @@ func (m *Manager) Subscribe(gvr schema.GroupVersionResource, handler Handler) (u
 func (m *Manager) unsubscribe(gvr schema.GroupVersionResource, id uint64) {
 	m.mu.Lock()
 	var t teardown
+	sub := m.subs[gvr][id]
 	delete(m.subs[gvr], id)
 	last := len(m.subs[gvr]) == 0
 	if last {
@@ -283,6 +285,13 @@ func (m *Manager) unsubscribe(gvr schema.GroupVersionResource, id uint64) {
 		}
 	}
 	m.mu.Unlock()
+	// Deliveries of the subscription that a concurrent RemoveCluster or
+	// AddCluster took out of the maps are closed by that call, perhaps
+	// after this one returns; the subscription's own gate does not wait
+	// for it. Handlers may call the Manager, so not under m.mu.
+	if sub != nil {
+		sub.close()
+	}
 	m.finish(t)
 }
 
@@ -367,8 +376,8 @@ func (m *Manager) startMemberLocked(c *member) {
 // subscription of gvr; it does not wait for anything.
 func (m *Manager) startInformerLocked(c *member, gvr schema.GroupVersionResource) {
 	ri := newResourceInformer(c.name, gvr, c.watchClient, m.namespace, m.selector, m.logger)
-	for id, h := range m.subs[gvr] {
-		ri.addDelivery(id, h)
+	for id, sub := range m.subs[gvr] {
+		ri.addDelivery(id, sub)
 	}
 	c.informers[gvr] = ri
 	predecessor := c.replaced[gvr]

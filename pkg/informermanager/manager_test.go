@@ -145,7 +145,7 @@ func TestHandlersReceiveEveryChangeFromEveryCluster(t *testing.T) {
 
 func TestUnchangedResourceVersionIsNotAnUpdate(t *testing.T) {
 	var r recorder
-	d := &delivery{cluster: "c", handler: r.handle}
+	d := &delivery{cluster: "c", sub: &subscription{handler: r.handle}}
 	obj := func(rv string) *unstructured.Unstructured {
 		u := configMap("x", true)
 		u.SetResourceVersion(rv)
@@ -240,6 +240,9 @@ func TestRemoveClusterIsFinal(t *testing.T) {
 		if e.Object.GetName() == "block" {
 			close(inHandler)
 			<-release
+			if afterRemove.Load() {
+				t.Error("RemoveCluster returned while a handler call for the cluster was running")
+			}
 		}
 		r.handle(e)
 	})()
@@ -254,23 +257,9 @@ func TestRemoveClusterIsFinal(t *testing.T) {
 	// RemoveCluster waits for a handler call that is under way.
 	create(t, a, configMap("block", true))
 	<-inHandler
-	removed := make(chan struct{})
-	go func() {
-		m.RemoveCluster("rm-a")
-		afterRemove.Store(true)
-		close(removed)
-	}()
-	select {
-	case <-removed:
-		t.Fatal("RemoveCluster returned while a handler call for the cluster was running")
-	case <-time.After(100 * time.Millisecond):
-	}
+	removed := callUntilGate(t, func() { m.RemoveCluster("rm-a") }, &afterRemove, "informermanager.(*delivery).close")
 	unblock()
-	select {
-	case <-removed:
-	case <-time.After(5 * time.Second):
-		t.Fatal("RemoveCluster did not return after the handler did")
-	}
+	waitClosed(t, "RemoveCluster to return after the handler did", removed)
 
 	create(t, a, configMap("ignored", true))
 	create(t, b, configMap("still-flowing", true))
@@ -581,11 +570,17 @@ func TestStopEndsEverything(t *testing.T) {
 // informerGoroutines returns the stacks of goroutines running informer,
 // reflector, watch or manager code.
 func informerGoroutines() []string {
+	return goroutinesIn("k8s.io/client-go/tools/cache.", "k8s.io/apimachinery/pkg/watch.", "informermanager.(*")
+}
+
+// goroutinesIn returns the stacks of goroutines with any of the markers
+// (function names) on their stack.
+func goroutinesIn(markers ...string) []string {
 	buf := make([]byte, 1<<20)
 	buf = buf[:runtime.Stack(buf, true)]
 	var out []string
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		for _, marker := range []string{"k8s.io/client-go/tools/cache.", "k8s.io/apimachinery/pkg/watch.", "informermanager.(*"} {
+		for _, marker := range markers {
 			if strings.Contains(g, marker) {
 				out = append(out, g)
 				break
@@ -601,7 +596,8 @@ func TestUnsubscribeWaitsForRunningHandler(t *testing.T) {
 	m.add(t, "wait")
 	// Another subscriber keeps the informer running, so that only this
 	// subscription's delivery ends.
-	t.Cleanup(m.Subscribe(configMaps, func(Event) {}))
+	var other recorder
+	t.Cleanup(m.Subscribe(configMaps, other.handle))
 
 	inHandler := make(chan struct{})
 	release := make(chan struct{})
@@ -613,6 +609,9 @@ func TestUnsubscribeWaitsForRunningHandler(t *testing.T) {
 		if e.Object.GetName() == "block" {
 			close(inHandler)
 			<-release
+			if unsubscribed.Load() {
+				t.Error("unsubscribe returned while the handler was running")
+			}
 		}
 	})
 	unblock := sync.OnceFunc(func() { close(release) })
@@ -623,22 +622,86 @@ func TestUnsubscribeWaitsForRunningHandler(t *testing.T) {
 	// Queued behind the blocked call; it must never be delivered.
 	create(t, a, configMap("queued", true))
 
-	done := make(chan struct{})
-	go func() {
-		unsub()
-		unsubscribed.Store(true)
-		close(done)
-	}()
-	select {
-	case <-done:
-		t.Fatal("unsubscribe returned while the handler was running")
-	case <-time.After(100 * time.Millisecond):
-	}
+	done := callUntilGate(t, unsub, &unsubscribed, "informermanager.(*subscription).close", "informermanager.(*delivery).close")
 	unblock()
+	waitClosed(t, "unsubscribe to return after the handler did", done)
+	// The informer handed "queued" to its listeners: the one still
+	// subscribed has it.
+	other.waitSeen(t, "wait", Added, "queued")
+}
+
+// A RemoveCluster under way has taken the cluster's deliveries out of the
+// Manager's maps, where unsubscribe cannot find them, and closes them only
+// once the running handler call returns. Unsubscribing meanwhile must still
+// wait for that call.
+func TestUnsubscribeWaitsForHandlersOfAClusterBeingRemoved(t *testing.T) {
+	a := newMember()
+	m := newTestManager(t, Options{}, map[string]*fake.FakeDynamicClient{"going": a})
+	m.add(t, "going")
+
+	inHandler := make(chan struct{})
+	release := make(chan struct{})
+	var unsubscribed atomic.Bool
+	unsub := m.Subscribe(configMaps, func(e Event) {
+		if e.Object.GetName() != "block" {
+			return
+		}
+		close(inHandler)
+		<-release
+		if unsubscribed.Load() {
+			t.Error("unsubscribe returned while a handler call of the subscription was running")
+		}
+	})
+	unblock := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(unblock)
+	eventually(t, 5*time.Second, "cache synced", func() bool { return m.HasSynced("going", configMaps) })
+	create(t, a, configMap("block", true))
+	<-inHandler
+
+	removed := make(chan struct{})
+	go func() {
+		m.RemoveCluster("going")
+		close(removed)
+	}()
+	eventually(t, 5*time.Second, "the cluster out of the maps", func() bool {
+		l, _ := m.Lister("going", configMaps)
+		return l == nil
+	})
+	done := callUntilGate(t, unsub, &unsubscribed, "informermanager.(*subscription).close")
+	unblock()
+	waitClosed(t, "unsubscribe to return after the handler did", done)
+	waitClosed(t, "RemoveCluster to return after the handler did", removed)
+}
+
+// callUntilGate runs call in a goroutine, where it should wait at a gate
+// (one of the functions named gates) for a handler call that the test holds. It
+// returns once call has returned, which is wrong, or waits at the gate: a
+// positive signal either way, which the held handler, once released, tells
+// apart by returned, set when call returns. done closes then.
+func callUntilGate(t *testing.T, call func(), returned *atomic.Bool, gates ...string) (done <-chan struct{}) {
+	t.Helper()
+	ch := make(chan struct{})
+	go func() {
+		call()
+		returned.Store(true)
+		close(ch)
+	}()
+	eventually(t, 5*time.Second, "the call to return or wait at a gate", func() bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return len(goroutinesIn(gates...)) > 0
+		}
+	})
+	return ch
+}
+
+func waitClosed(t *testing.T, what string, ch <-chan struct{}) {
+	t.Helper()
 	select {
-	case <-done:
+	case <-ch:
 	case <-time.After(5 * time.Second):
-		t.Fatal("unsubscribe did not return after the handler did")
+		t.Fatal("timed out waiting for " + what)
 	}
-	time.Sleep(100 * time.Millisecond)
 }
