@@ -364,6 +364,43 @@ func TestDNSEndpointLifecycle(t *testing.T) {
 	}
 }
 
+// With foreground deletion the garbage collector deletes the record's
+// DNSEndpoint while the record waits, with a deletionTimestamp and the
+// foregroundDeletion finalizer; the DNSEndpoint must not come back.
+func TestNoDNSEndpointForARecordBeingDeleted(t *testing.T) {
+	rec := serviceRecord(dnsv1a1.ServiceDNSRecordSpec{DomainRef: "fed"})
+	rec.UID = "rec-uid"
+	rec.Finalizers = []string{metav1.FinalizerDeleteDependents}
+	rec.Status = dnsv1a1.ServiceDNSRecordStatus{Domain: "example.com", DNS: []dnsv1a1.ClusterDNS{
+		{Cluster: "c1", LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "192.0.2.1"}}}},
+	}}
+	ing := &dnsv1a1.IngressDNSRecord{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "ing-uid",
+		Finalizers: []string{metav1.FinalizerDeleteDependents}},
+		Spec: dnsv1a1.IngressDNSRecordSpec{Hosts: []string{"shop.example.com"}},
+		Status: dnsv1a1.IngressDNSRecordStatus{DNS: []dnsv1a1.ClusterIngressDNS{
+			{Cluster: "c1", LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "192.0.2.1"}}}}}}}
+	c := newClient(t, rec, ing)
+	ctx := context.Background()
+	for _, o := range []client.Object{rec, ing} {
+		if err := c.Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := &DNSEndpointReconciler{Client: c, Scheme: c.Scheme()}
+	req := reconcile.Request{NamespacedName: webKey}
+	if _, err := r.ReconcileService(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.ReconcileIngress(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"service-web", "ingress-web"} {
+		if err := c.Get(ctx, types.NamespacedName{Namespace: "shop", Name: name}, &dnsv1a1.DNSEndpoint{}); !apierrors.IsNotFound(err) {
+			t.Errorf("DNSEndpoint %s written for a record being deleted: %v", name, err)
+		}
+	}
+}
+
 func TestDNSEndpointOfIngressAndForeignOwner(t *testing.T) {
 	rec := &dnsv1a1.IngressDNSRecord{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "ing-uid"},
 		Spec: dnsv1a1.IngressDNSRecordSpec{Hosts: []string{"shop.example.com"}},

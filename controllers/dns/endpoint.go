@@ -85,7 +85,13 @@ func (r *DNSEndpointReconciler) ReconcileIngress(ctx context.Context, req reconc
 }
 
 // ensure makes the DNSEndpoint name, controlled by owner, hold endpoints.
+// An owner being deleted gets none: its DNSEndpoint goes with it, and with
+// foreground deletion the garbage collector deletes the DNSEndpoint first,
+// which a new one would undo until the owner was gone.
 func (r *DNSEndpointReconciler) ensure(ctx context.Context, owner client.Object, name string, endpoints []dnsv1a1.Endpoint) error {
+	if owner.GetDeletionTimestamp() != nil {
+		return nil
+	}
 	key := client.ObjectKey{Namespace: owner.GetNamespace(), Name: name}
 	current := &dnsv1a1.DNSEndpoint{}
 	err := r.Client.Get(ctx, key, current)
