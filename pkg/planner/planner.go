@@ -106,7 +106,8 @@ type cluster struct {
 // rounds, each giving every cluster that has room ceil(left × weight / Σ
 // weights) of what was left when the round began, capped by its maximum,
 // its capacity and what is still left, until nothing is left or nobody has
-// room. Rebalance returns it; the other modes use it to decide where
+// room; the first round's Σ weights also counts the clusters that their
+// minimums already filled, as KubeFed's does. Rebalance returns it; the other modes use it to decide where
 // replicas are added or removed (see Mode).
 func Plan(in Input) Result {
 	total := max(int64(in.TotalReplicas), 0)
@@ -201,9 +202,13 @@ func preferredPlan(clusters []cluster, total int64) (minimums, plan map[string]i
 		left -= m
 	}
 
+	// As in KubeFed, the first round counts the weight of every weighted
+	// cluster, also those that their minimum already filled: they take
+	// nothing and drop out, but the others' shares of that round are
+	// computed against every weight.
 	var open []cluster
 	for _, c := range clusters {
-		if c.eligible && c.weight > 0 && plan[c.name] < c.upper {
+		if c.eligible && c.weight > 0 {
 			open = append(open, c)
 		}
 	}

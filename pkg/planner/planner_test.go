@@ -3,6 +3,7 @@ package planner
 import (
 	"maps"
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -417,5 +418,46 @@ func TestPlanTieBreak(t *testing.T) {
 	}
 	if first["a"] == 0 || first["b"] == 0 {
 		t.Errorf("the extra replica always went to the same cluster: %v", first)
+	}
+}
+
+// TestPlanFirstRoundCountsFullClusters: KubeFed's first weighted round sums
+// the weights of every weighted cluster, also one that its minimum (or its
+// capacity) already filled; that cluster takes nothing and drops out, and
+// the others' shares of the round are ceil(10 × 1/4) = 3 each, then one
+// more to one of them: 4/3/3, not 4/4/2.
+func TestPlanFirstRoundCountsFullClusters(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   Input
+		full string
+	}{
+		{
+			name: "filled by its minimum",
+			in: Input{Key: "ns/web", TotalReplicas: 13, Mode: Rebalance,
+				Preferences: map[string]Preference{"*": {Weight: 1}, "d": {MinReplicas: 3, MaxReplicas: ptr(3), Weight: 1}},
+				Clusters:    []string{"a", "b", "c", "d"}},
+			full: "d",
+		},
+		{
+			name: "no capacity",
+			in: Input{Key: "ns/web", TotalReplicas: 10, Mode: Rebalance,
+				Clusters: []string{"a", "b", "c", "d"}, Capacity: map[string]int64{"d": 0}},
+			full: "d",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Plan(tc.in).Replicas
+			var rest []int64
+			for name, n := range got {
+				if name != tc.full {
+					rest = append(rest, n)
+				}
+			}
+			slices.Sort(rest)
+			if !slices.Equal(rest, []int64{3, 3, 4}) {
+				t.Errorf("plan %v: the others got %v, want 3, 3 and 4 as KubeFed's planner gives", got, rest)
+			}
+		})
 	}
 }
