@@ -27,20 +27,26 @@ type Preference struct {
 type Mode int
 
 const (
-	// KeepExisting keeps replicas where they run, as far as the bounds
-	// allow, and moves only what a change forces: a change of the total
-	// adds or removes the difference, and the replicas of a cluster that
-	// is no longer a candidate go elsewhere. It is KubeFed's
-	// `rebalance: false`.
+	// KeepExisting is KubeFed's `rebalance: false`: after the minimums,
+	// every cluster keeps what it runs, in preference order, as far as its
+	// bounds and the total allow, and the rest is spread by weight, each
+	// cluster's share taken first from what it kept (see distribute). A
+	// change of the total adds or removes the difference, and the replicas
+	// of a cluster that is no longer a candidate go elsewhere. With a
+	// Restored cluster it plans as AvoidDisruption does, so that the
+	// replicas that moved during the failover go back.
 	KeepExisting Mode = iota
 	// Rebalance ignores the current distribution and returns the preferred
 	// one: KubeFed's `rebalance: true`.
 	Rebalance
-	// AvoidDisruption is KeepExisting, except that a cluster that joins
-	// the candidates receives its preferred share at once, taken from the
-	// clusters that run more than theirs. The distribution follows the
-	// preference as clusters come and go, while every change moves only
-	// the replicas it must.
+	// AvoidDisruption keeps what runs within the bounds and moves toward
+	// the preferred distribution only the replicas a change forces:
+	// replicas are added where the preferred distribution has more and
+	// removed where it has fewer, and a cluster that joins the candidates
+	// receives its preferred share at once, taken from the clusters that
+	// run more than theirs. The distribution follows the preference as
+	// clusters come and go, while every change moves only the replicas it
+	// must.
 	AvoidDisruption
 )
 
@@ -103,21 +109,22 @@ type cluster struct {
 // The preferred distribution is KubeFed's: clusters are ordered by weight,
 // heaviest first, then by the hash of cluster name and Key; each gets its
 // minimum in that order while replicas last; the rest is handed out in
-// rounds, each giving every cluster that has room ceil(left × weight / Σ
-// weights) of what was left when the round began, capped by its maximum,
-// its capacity and what is still left, until nothing is left or nobody has
-// room; the first round's Σ weights also counts the clusters that their
-// minimums already filled, as KubeFed's does. Rebalance returns it; the other modes use it to decide where
-// replicas are added or removed (see Mode).
+// rounds (see distribute) until nothing is left or nobody has room.
+// Rebalance returns it; KeepExisting runs KubeFed's planner again with the
+// current distribution, and AvoidDisruption moves from the current
+// distribution toward the preferred one (see Mode).
 func Plan(in Input) Result {
 	total := max(int64(in.TotalReplicas), 0)
 	clusters := resolve(in)
 	minimums, preferred := preferredPlan(clusters, total)
 
 	var planned map[string]int64
-	if in.Mode == Rebalance || in.Current == nil {
+	switch {
+	case in.Mode == Rebalance || in.Current == nil:
 		planned = preferred
-	} else {
+	case in.Mode == KeepExisting && !anyRestored(in, clusters):
+		_, planned = distribute(clusters, total, in.Current)
+	default:
 		planned = keep(in, clusters, total, minimums, preferred)
 	}
 
@@ -192,6 +199,20 @@ func tieBreakHash(cluster, key string) uint64 {
 // preferredPlan returns the minimums each cluster gets and the preferred
 // distribution built on them.
 func preferredPlan(clusters []cluster, total int64) (minimums, plan map[string]int64) {
+	return distribute(clusters, total, nil)
+}
+
+// distribute is KubeFed's planner. Each cluster, in preference order, gets
+// its minimum while replicas last. With current (KubeFed's `rebalance:
+// false`), each then keeps, in the same order, what it runs beyond its
+// minimum as far as its bound and what is left allow: its preallocation.
+// The rest is handed out in rounds: each round every cluster of weight > 0
+// still open is due ceil(left × weight / Σ weights) of what was left when
+// the round began (at most what is still left), taken first from its
+// preallocation and only then from what is left; a cluster that would go
+// past its bound is capped there and leaves, one that just reaches it stays
+// for the next round's Σ weights, as in KubeFed.
+func distribute(clusters []cluster, total int64, current map[string]int64) (minimums, plan map[string]int64) {
 	minimums = make(map[string]int64, len(clusters))
 	plan = make(map[string]int64, len(clusters))
 	left := total
@@ -201,11 +222,18 @@ func preferredPlan(clusters []cluster, total int64) (minimums, plan map[string]i
 		plan[c.name] = m
 		left -= m
 	}
+	prealloc := make(map[string]int64)
+	for _, c := range clusters {
+		n, runs := current[c.name]
+		if !c.eligible || !runs || n <= plan[c.name] {
+			continue
+		}
+		kept := max(min(min(n, c.upper)-plan[c.name], left), 0)
+		prealloc[c.name] = kept
+		plan[c.name] += kept
+		left -= kept
+	}
 
-	// As in KubeFed, the first round counts the weight of every weighted
-	// cluster, also those that their minimum already filled: they take
-	// nothing and drop out, but the others' shares of that round are
-	// computed against every weight.
 	var open []cluster
 	for _, c := range clusters {
 		if c.eligible && c.weight > 0 {
@@ -218,19 +246,68 @@ func preferredPlan(clusters []cluster, total int64) (minimums, plan map[string]i
 			weights.Add(weights, big.NewInt(c.weight))
 		}
 		round := left
+		skipIdleRounds(open, round, weights, prealloc)
 		next := open[:0:0]
+		progressed := false
 		for _, c := range open {
 			start := plan[c.name]
-			got := min(start+min(share(round, c.weight, weights), left), c.upper)
+			due := min(share(round, c.weight, weights), left)
+			used := min(due, prealloc[c.name])
+			prealloc[c.name] -= used
+			got := start + due - used
+			full := got > c.upper
+			if full {
+				got = c.upper
+			}
 			plan[c.name] = got
 			left -= got - start
-			if got < c.upper {
+			progressed = progressed || used > 0 || got > start
+			if !full {
 				next = append(next, c)
 			}
 		}
 		open = next
+		if !progressed {
+			break
+		}
 	}
 	return minimums, plan
+}
+
+// skipIdleRounds does at once the rounds that would only use up
+// preallocations: while every open cluster's preallocation covers its due,
+// a round adds nothing, so left and the dues stay the same, and k such
+// rounds take k dues from each. Without it a few replicas left over large
+// preallocations would take one round per replica (KubeFed's planner
+// loops that long).
+func skipIdleRounds(open []cluster, round int64, weights *big.Int, prealloc map[string]int64) {
+	rounds := int64(math.MaxInt64)
+	dues := make([]int64, len(open))
+	for i, c := range open {
+		dues[i] = share(round, c.weight, weights)
+		if dues[i] == 0 {
+			continue
+		}
+		rounds = min(rounds, prealloc[c.name]/dues[i])
+	}
+	// The round itself is done by the caller, which must see it use
+	// something: leave one.
+	if rounds == math.MaxInt64 || rounds < 2 {
+		return
+	}
+	for i, c := range open {
+		prealloc[c.name] -= (rounds - 1) * dues[i]
+	}
+}
+
+// anyRestored says whether a candidate comes back after a failover.
+func anyRestored(in Input, clusters []cluster) bool {
+	for _, c := range clusters {
+		if in.Restored[c.name] {
+			return true
+		}
+	}
+	return false
 }
 
 // share is ceil(n × weight / weights), computed without overflow; it is at

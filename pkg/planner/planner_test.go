@@ -193,9 +193,31 @@ func TestPlan(t *testing.T) {
 			want: map[string]int64{"c1": 8, "c2": 5},
 		},
 		{
-			name: "keep-existing scales down where the preference has fewer",
+			name: "keep-existing scales down by keeping what runs in preference order, as KubeFed does",
 			in: Input{
 				Key: "ns/web", TotalReplicas: 6,
+				Preferences: map[string]Preference{"c1": {Weight: 2}, "c2": {Weight: 1}},
+				Clusters:    []string{"c1", "c2"},
+				Current:     map[string]int64{"c1": 5, "c2": 5},
+			},
+			want: map[string]int64{"c1": 5, "c2": 1},
+		},
+		{
+			name: "keep-existing spreads what it adds by weight, each cluster's share taken first from what it runs",
+			in: Input{
+				Key: "ns/web", TotalReplicas: 14,
+				Preferences: map[string]Preference{"a": {Weight: 2}, "b": {Weight: 1}, "c": {Weight: 1}},
+				Clusters:    []string{"a", "b", "c"},
+				Current:     map[string]int64{"c": 10},
+			},
+			// KubeFed's rounds: a is due 2 then 1; b 1; c's dues come
+			// out of the 10 it runs.
+			want: map[string]int64{"a": 3, "b": 1, "c": 10},
+		},
+		{
+			name: "avoid-disruption scales down where the preference has fewer",
+			in: Input{
+				Key: "ns/web", TotalReplicas: 6, Mode: AvoidDisruption,
 				Preferences: map[string]Preference{"c1": {Weight: 2}, "c2": {Weight: 1}},
 				Clusters:    []string{"c1", "c2"},
 				Current:     map[string]int64{"c1": 5, "c2": 5},
@@ -221,14 +243,15 @@ func TestPlan(t *testing.T) {
 			want: map[string]int64{"c1": 8, "c2": 2, "c3": 0},
 		},
 		{
-			name: "keep-existing meets a minimum raised since",
+			name: "keep-existing meets a minimum raised since, then keeps what runs in preference order",
 			in: Input{
 				Key: "ns/web", TotalReplicas: 10,
 				Preferences: map[string]Preference{"*": {Weight: 1}, "c3": {MinReplicas: 2, Weight: 1}},
 				Clusters:    []string{"c1", "c2", "c3"},
 				Current:     map[string]int64{"c1": 8, "c2": 2},
 			},
-			want: map[string]int64{"c1": 6, "c2": 2, "c3": 2},
+			// Equal weights: this key orders c1 before c2.
+			want: map[string]int64{"c1": 8, "c2": 0, "c3": 2},
 		},
 		{
 			name: "keep-existing trims a cluster above a maximum lowered since",
@@ -459,5 +482,23 @@ func TestPlanFirstRoundCountsFullClusters(t *testing.T) {
 				t.Errorf("plan %v: the others got %v, want 3, 3 and 4 as KubeFed's planner gives", got, rest)
 			}
 		})
+	}
+}
+
+// TestPlanKeepExistingWithLargePreallocations: a replica left over two
+// clusters whose bounds equal the billion each runs is due from both in
+// every round, and their preallocations pay it; the rounds that only use
+// up preallocations are done at once, not one per replica.
+func TestPlanKeepExistingWithLargePreallocations(t *testing.T) {
+	const running = 1_000_000_000
+	got := Plan(Input{
+		Key: "ns/web", TotalReplicas: 2*running + 1,
+		Clusters: []string{"c1", "c2", "c3"},
+		Capacity: map[string]int64{"c1": running, "c2": running, "c3": 0},
+		Current:  map[string]int64{"c1": running, "c2": running},
+	})
+	want := map[string]int64{"c1": running, "c2": running, "c3": 0}
+	if !maps.Equal(got.Replicas, want) || got.Unplaced != 1 {
+		t.Errorf("Plan() = %v unplaced %d, want %v unplaced 1", got.Replicas, got.Unplaced, want)
 	}
 }
