@@ -36,6 +36,7 @@ import (
 	schedulingv1alpha1 "github.com/kubefed-io/kubefed/api/scheduling/v1alpha1"
 	"github.com/kubefed-io/kubefed/controllers/cluster"
 	"github.com/kubefed-io/kubefed/pkg/clusterclient"
+	"github.com/kubefed-io/kubefed/pkg/placement"
 )
 
 // ControllerName names the controller in logs and metrics, and is the
@@ -132,6 +133,8 @@ type Reconciler struct {
 	workloads map[types.NamespacedName]*workloadState
 	// watched are the federated types whose objects are watched.
 	watched map[schema.GroupVersionKind]bool
+	// watchedNamespaces are the FederatedNamespace types watched.
+	watchedNamespaces map[schema.GroupVersionKind]bool
 }
 
 // workloadState is what the controller remembers about one preference's
@@ -183,6 +186,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.notReadySince = map[string]time.Time{}
 	r.workloads = map[types.NamespacedName]*workloadState{}
 	r.watched = map[schema.GroupVersionKind]bool{}
+	r.watchedNamespaces = map[schema.GroupVersionKind]bool{}
 	if r.Capacity == nil && r.Registry != nil {
 		pods := NewPendingPods(r.Registry, r.ObjectNamespace, mgr.GetLogger().WithName("pending-pods"))
 		if err := mgr.Add(pods); err != nil {
@@ -400,16 +404,28 @@ func (r *Reconciler) schedule(ctx context.Context, rsp *schedulingv1alpha1.Repli
 	if obj.GetDeletionTimestamp() != nil {
 		return stopped(ReasonFederatedObjectNotFound, fmt.Sprintf("%s %s is being deleted", gvk.Kind, key), now, 0), nil
 	}
-	fo, err := readFederatedObject(obj.Object)
+	intersect := rsp.Spec.IntersectWithClusterSelector
+	fo, err := readFederatedObject(obj.Object, intersect)
 	if err != nil {
 		return stopped(ReasonInvalidFederatedObject, fmt.Sprintf("%s %s: %v", gvk.Kind, key, err), now, 0), nil
+	}
+	var namespace *placement.Placement
+	if intersect {
+		if fo.clusterSelector == nil {
+			return stopped(ReasonNoClusterSelector, fmt.Sprintf("intersectWithClusterSelector is set, but %s %s has no spec.placement.clusterSelector, which selects no cluster; its placement and overrides are left as they are", gvk.Kind, key), now, 0), nil
+		}
+		var stop *result
+		namespace, stop, err = r.namespacePlacement(ctx, key.Namespace, now)
+		if stop != nil || err != nil {
+			return *stop, err
+		}
 	}
 
 	clusters := &corev1beta1.KubeFedClusterList{}
 	if err := r.Client.List(ctx, clusters, client.InNamespace(r.Namespace)); err != nil {
 		return result{}, fmt.Errorf("list KubeFedClusters: %w", err)
 	}
-	members := r.members(rsp, fo, clusters.Items, now)
+	members := r.members(rsp, fo, namespace, clusters.Items, now)
 	res = result{original: obj}
 	res.recheckAt = r.estimateCapacities(key, fo, members, now)
 
@@ -494,9 +510,81 @@ func (r *Reconciler) watchFederatedType(gvk schema.GroupVersionKind) error {
 	return nil
 }
 
+// namespacePlacement returns the placement of the FederatedNamespace of
+// namespace, which a preference that intersects with its object's
+// clusterSelector intersects with too, as KubeFed did: the propagation
+// engine places a namespaced object only where its namespace is. It is nil
+// (no restriction) in a Namespaced control plane, whose engine does not
+// intersect either. stop, when set, is the result of a preference that
+// cannot be scheduled (no FederatedNamespace, or no type for it).
+func (r *Reconciler) namespacePlacement(ctx context.Context, namespace string, now time.Time) (*placement.Placement, *result, error) {
+	if r.ObjectNamespace != "" {
+		return nil, nil, nil
+	}
+	notFederated := func(why string) (*placement.Placement, *result, error) {
+		res := stopped(ReasonNamespaceNotFederated, fmt.Sprintf("intersectWithClusterSelector is set and %s, so the namespace %q places nothing", why, namespace), now, 0)
+		return nil, &res, nil
+	}
+	ftc := &corev1beta1.FederatedTypeConfig{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: corev1beta1.NamespacesTypeConfigName}, ftc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return notFederated(fmt.Sprintf("there is no FederatedTypeConfig %s/%s", r.Namespace, corev1beta1.NamespacesTypeConfigName))
+		}
+		return nil, nil, fmt.Errorf("read FederatedTypeConfig %s: %w", corev1beta1.NamespacesTypeConfigName, err)
+	}
+	ft := ftc.Spec.FederatedType
+	gvk := schema.GroupVersionKind{Group: ft.Group, Version: ft.Version, Kind: ft.Kind}
+	if _, err := r.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+		if meta.IsNoMatchError(err) {
+			res := stopped(ReasonFederatedTypeNotFound, fmt.Sprintf("the host does not serve %s, the federated type of FederatedTypeConfig %s", gvk, ftc.Name), now, typeRetry)
+			return nil, &res, nil
+		}
+		return nil, nil, fmt.Errorf("map %s: %w", gvk, err)
+	}
+	if err := r.watchNamespaces(gvk); err != nil {
+		return nil, nil, err
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	if err := r.Reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: namespace}, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return notFederated(fmt.Sprintf("there is no %s %s/%s", gvk.Kind, namespace, namespace))
+		}
+		return nil, nil, fmt.Errorf("read %s %s/%s: %w", gvk.Kind, namespace, namespace, err)
+	}
+	p, err := placement.FromUnstructured(obj.Object)
+	if err != nil {
+		res := stopped(ReasonInvalidFederatedObject, fmt.Sprintf("%s %s/%s: %v", gvk.Kind, namespace, namespace, err), now, 0)
+		return nil, &res, nil
+	}
+	return &p, nil, nil
+}
+
+// watchNamespaces starts watching the FederatedNamespaces of kind gvk, once:
+// a change of one reschedules every preference in its namespace.
+func (r *Reconciler) watchNamespaces(gvk schema.GroupVersionKind) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.watchedNamespaces[gvk] {
+		return nil
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	src := source.Kind(r.cache, obj, handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *unstructured.Unstructured) []reconcile.Request {
+		return r.preferencesIn(ctx, o.GetNamespace())
+	}), predicate.TypedGenerationChangedPredicate[*unstructured.Unstructured]{})
+	if err := r.controller.Watch(src); err != nil {
+		return fmt.Errorf("watch %s: %w", gvk, err)
+	}
+	r.watchedNamespaces[gvk] = true
+	return nil
+}
+
 // members lists the candidate clusters of a preference, sorted by name,
-// with their readiness.
-func (r *Reconciler) members(rsp *schedulingv1alpha1.ReplicaSchedulingPreference, fo federatedObject, clusters []corev1beta1.KubeFedCluster, now time.Time) []member {
+// with their readiness: every KubeFedCluster, or with
+// intersectWithClusterSelector those the object's clusterSelector matches
+// and, when namespace is set, its namespace's placement places.
+func (r *Reconciler) members(rsp *schedulingv1alpha1.ReplicaSchedulingPreference, fo federatedObject, namespace *placement.Placement, clusters []corev1beta1.KubeFedCluster, now time.Time) []member {
 	failedOver := map[string]bool{}
 	for _, c := range rsp.Status.Clusters {
 		failedOver[c.Name] = c.FailedOver
@@ -507,9 +595,11 @@ func (r *Reconciler) members(rsp *schedulingv1alpha1.ReplicaSchedulingPreference
 	members := make([]member, 0, len(clusters))
 	for _, c := range clusters {
 		// KubeFed intersects with the selector alone: the clusters list
-		// is the scheduler's own output. Without a selector there is
-		// nothing to intersect with.
-		if rsp.Spec.IntersectWithClusterSelector && fo.clusterSelector != nil && !fo.clusterSelector.Matches(labels.Set(c.Labels)) {
+		// is the scheduler's own output.
+		if rsp.Spec.IntersectWithClusterSelector && (fo.clusterSelector == nil || !fo.clusterSelector.Matches(labels.Set(c.Labels))) {
+			continue
+		}
+		if namespace != nil && !namespace.Places(placement.Cluster{Name: c.Name, Labels: c.Labels}) {
 			continue
 		}
 		m := member{name: c.Name, ready: r.Readiness.IsReady(c.Name), failedOver: failedOver[c.Name]}

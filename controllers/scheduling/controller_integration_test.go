@@ -38,6 +38,8 @@ import (
 const (
 	kubefedNS = corev1beta1.DefaultKubeFedNamespace
 	appNS     = "apps"
+	// narrowNS is federated, late, to one cluster only.
+	narrowNS = "narrow"
 )
 
 // fakeReadiness is member readiness the test sets by hand.
@@ -167,6 +169,16 @@ func federatedDeployment(name string, selector map[string]any, overrides ...any)
 	return u
 }
 
+// federatedNamespace is the FederatedNamespace of ns with placement.
+func federatedNamespace(ns string, placement map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "types.kubefed.io/v1beta1",
+		"kind":       "FederatedNamespace",
+		"metadata":   map[string]any{"name": ns, "namespace": ns},
+		"spec":       map[string]any{"placement": placement},
+	}}
+}
+
 func matchLabels(kv ...string) map[string]any {
 	m := map[string]any{}
 	for i := 0; i+1 < len(kv); i += 2 {
@@ -196,7 +208,7 @@ func TestReplicaScheduling(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, plural := range []string{"deployments", "configmaps"} {
+	for _, plural := range []string{"deployments", "configmaps", "namespaces"} {
 		crd, err := federatedtype.CRD(target(plural), federatedtype.Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -206,7 +218,7 @@ func TestReplicaScheduling(t *testing.T) {
 	if err := framework.InstallCRDs(ctx, c, crds); err != nil {
 		t.Fatal(err)
 	}
-	for _, ns := range []string{kubefedNS, appNS} {
+	for _, ns := range []string{kubefedNS, appNS, narrowNS} {
 		if err := framework.EnsureNamespace(ctx, c, ns); err != nil {
 			t.Fatal(err)
 		}
@@ -217,10 +229,16 @@ func TestReplicaScheduling(t *testing.T) {
 }
 
 func testController(ctx context.Context, t *testing.T, c client.Client, cfg *rest.Config) {
-	for _, plural := range []string{"deployments", "configmaps"} {
+	for _, plural := range []string{"deployments", "configmaps", "namespaces"} {
 		if err := c.Create(ctx, federatedtype.TypeConfig(target(plural), federatedtype.Options{Namespace: kubefedNS})); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// The preferences that intersect with their object's clusterSelector
+	// intersect with their namespace's placement too: appNS is placed on
+	// every cluster.
+	if err := c.Create(ctx, federatedNamespace(appNS, map[string]any{"clusterSelector": map[string]any{}})); err != nil {
+		t.Fatal(err)
 	}
 	// Clusters in groups, one group per scenario, picked by each
 	// preference's intersection with its object's clusterSelector.
@@ -307,7 +325,7 @@ func testController(ctx context.Context, t *testing.T, c client.Client, cfg *res
 		for _, e := range list {
 			placement = append(placement, e.(map[string]any)["name"].(string))
 		}
-		fo, err := readFederatedObject(u.Object)
+		fo, err := readFederatedObject(u.Object, true)
 		if err != nil {
 			return nil, nil, err.Error()
 		}
@@ -436,6 +454,66 @@ func testController(ctx context.Context, t *testing.T, c client.Client, cfg *res
 		}
 		createRSP("db", "FederatedDeployment", 4, nil)
 		expectSchedule("db", []string{"ap-northeast"}, map[string]int64{"ap-northeast": 4})
+	})
+
+	t.Run("intersect without a clusterSelector leaves the object alone, as in KubeFed", func(t *testing.T) {
+		obj := federatedDeployment("listed", nil)
+		_ = unstructured.SetNestedSlice(obj.Object, []any{map[string]any{"name": "us-east"}}, "spec", "placement", "clusters")
+		if err := c.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+		version := getObject("listed").GetResourceVersion()
+		createRSP("listed", "FederatedDeployment", 4, nil)
+		expectStatus("listed", ReasonNoClusterSelector, nil)
+		if got := getObject("listed"); got.GetResourceVersion() != version {
+			t.Errorf("the object of a preference without a selector to intersect with was written: %v", got.Object["spec"])
+		}
+	})
+
+	t.Run("intersect with the namespace's placement", func(t *testing.T) {
+		obj := federatedDeployment("narrowed", matchLabels("group", "seed"))
+		obj.SetNamespace(narrowNS)
+		if err := c.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+		rsp := &schedulingv1alpha1.ReplicaSchedulingPreference{
+			ObjectMeta: metav1.ObjectMeta{Name: "narrowed", Namespace: narrowNS},
+			Spec:       schedulingv1alpha1.ReplicaSchedulingPreferenceSpec{TargetKind: "FederatedDeployment", TotalReplicas: 5, IntersectWithClusterSelector: true},
+		}
+		if err := c.Create(ctx, rsp); err != nil {
+			t.Fatal(err)
+		}
+		key := client.ObjectKeyFromObject(rsp)
+		reason := func() (bool, string) {
+			got := &schedulingv1alpha1.ReplicaSchedulingPreference{}
+			if err := c.Get(ctx, key, got); err != nil {
+				return false, err.Error()
+			}
+			cond := meta.FindStatusCondition(got.Status.Conditions, ConditionScheduled)
+			if cond == nil {
+				return false, "no condition"
+			}
+			return cond.Reason == ReasonNamespaceNotFederated, cond.Reason + ": " + cond.Message
+		}
+		eventually(t, "NamespaceNotFederated before the namespace is federated", reason)
+
+		// Federating the namespace on one of the seed clusters schedules
+		// every replica there.
+		if err := c.Create(ctx, federatedNamespace(narrowNS, map[string]any{"clusters": []any{map[string]any{"name": "us-west"}}})); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the replicas on the namespace's one cluster", func() (bool, string) {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(obj.GroupVersionKind())
+			if err := c.Get(ctx, client.ObjectKeyFromObject(obj), u); err != nil {
+				return false, err.Error()
+			}
+			clusters, _, _ := unstructured.NestedSlice(u.Object, "spec", "placement", "clusters")
+			overrides, _, _ := unstructured.NestedSlice(u.Object, "spec", "overrides")
+			ok := len(clusters) == 1 && clusters[0].(map[string]any)["name"] == "us-west" && len(overrides) == 1 &&
+				overrides[0].(map[string]any)["clusterName"] == "us-west"
+			return ok, fmt.Sprintf("clusters %v, overrides %v", clusters, overrides)
+		})
 	})
 
 	t.Run("without intersection every cluster is a candidate", func(t *testing.T) {

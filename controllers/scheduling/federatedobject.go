@@ -16,8 +16,9 @@ const replicasPath = "/spec/replicas"
 
 // federatedObject is what scheduling reads from a Federated<T>.
 type federatedObject struct {
-	// clusterSelector is spec.placement.clusterSelector; nil when absent,
-	// which intersectWithClusterSelector treats as no restriction.
+	// clusterSelector is spec.placement.clusterSelector, read only for a
+	// preference that intersects with it; nil when absent, which selects
+	// no cluster, as in KubeFed.
 	clusterSelector labels.Selector
 	// current maps each cluster with a /spec/replicas override to its
 	// value; nil when no cluster has one, i.e. no distribution yet.
@@ -27,11 +28,14 @@ type federatedObject struct {
 	podSelector labels.Selector
 }
 
-// readFederatedObject reads what scheduling needs from a federated object.
-// A malformed placement selector or overrides list is an error; an override
+// readFederatedObject reads what scheduling needs from a federated object:
+// the placement's clusterSelector only when intersect says the preference
+// uses it (KubeFed does not read it otherwise, and neither does the
+// propagation engine once the scheduler wrote the clusters list). A
+// malformed selector so read or overrides list is an error; an override
 // value that is not a non-negative integer only counts as no value, since
 // the scheduler replaces it anyway.
-func readFederatedObject(obj map[string]any) (federatedObject, error) {
+func readFederatedObject(obj map[string]any, intersect bool) (federatedObject, error) {
 	var fo federatedObject
 	spec, err := objectField(obj, "spec")
 	if err != nil {
@@ -41,7 +45,7 @@ func readFederatedObject(obj map[string]any) (federatedObject, error) {
 	if err != nil {
 		return fo, fmt.Errorf("spec.%w", err)
 	}
-	if raw, ok := placement["clusterSelector"]; ok && raw != nil {
+	if raw, ok := placement["clusterSelector"]; ok && raw != nil && intersect {
 		fo.clusterSelector, err = labelSelector(raw)
 		if err != nil {
 			return fo, fmt.Errorf("spec.placement.clusterSelector: %w", err)

@@ -103,7 +103,13 @@ func TestReadFederatedObject(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fo, err := readFederatedObject(object(t, tt.obj))
+			if tt.err == "spec.placement.clusterSelector" {
+				// Read only for a preference that intersects with it.
+				if _, err := readFederatedObject(object(t, tt.obj), false); err != nil {
+					t.Errorf("without intersection: %v, want no error", err)
+				}
+			}
+			fo, err := readFederatedObject(object(t, tt.obj), true)
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("error %v, want one about %s", err, tt.err)

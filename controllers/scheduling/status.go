@@ -34,6 +34,14 @@ const (
 	// ReasonInvalidFederatedObject: the federated object's placement or
 	// overrides cannot be read.
 	ReasonInvalidFederatedObject = "InvalidFederatedObject"
+	// ReasonNoClusterSelector: the preference intersects with the
+	// federated object's clusterSelector, which is not set and so selects
+	// no cluster, as in KubeFed; the object is left as it is.
+	ReasonNoClusterSelector = "NoClusterSelector"
+	// ReasonNamespaceNotFederated: the preference intersects with the
+	// placement of the workload's namespace, which has no
+	// FederatedNamespace, so the workload is placed nowhere.
+	ReasonNamespaceNotFederated = "NamespaceNotFederated"
 	// ReasonNoClusters: no candidate cluster can take replicas.
 	ReasonNoClusters = "NoClusters"
 	// ReasonInsufficientCapacity: some replicas fit in no cluster, as

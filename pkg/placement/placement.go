@@ -139,6 +139,11 @@ func (s ClusterSet) SelectNamespaced(obj, namespace Placement) Result {
 // lists are indexed in a map.
 const maxLinearNames = 8
 
+// Places says whether p places c.
+func (p Placement) Places(c Cluster) bool {
+	return p.contains()(c)
+}
+
 // contains returns whether p places a cluster.
 func (p Placement) contains() func(Cluster) bool {
 	switch {
