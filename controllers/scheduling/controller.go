@@ -605,9 +605,16 @@ func (r *Reconciler) members(rsp *schedulingv1alpha1.ReplicaSchedulingPreference
 		m := member{name: c.Name, ready: r.Readiness.IsReady(c.Name), failedOver: failedOver[c.Name]}
 		if !m.ready {
 			since, ok := r.notReadySince[c.Name]
-			if !ok {
+			// A cluster of that name that was removed (unjoin says it
+			// is not ready) and joined again since is not ready since it
+			// was created, at most: the old cluster's time would fail
+			// the new one over before its first probe.
+			if created := c.CreationTimestamp.Time; !ok || since.Before(created) {
 				since = now
-				r.notReadySince[c.Name] = now
+				if ok && created.Before(now) {
+					since = created
+				}
+				r.notReadySince[c.Name] = since
 			}
 			m.notReadySince = since
 		}

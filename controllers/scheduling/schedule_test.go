@@ -5,7 +5,11 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
 	schedulingv1alpha1 "github.com/kubefed-io/kubefed/api/scheduling/v1alpha1"
+	"github.com/kubefed-io/kubefed/controllers/cluster"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -199,5 +203,38 @@ func TestEstimateCapacity(t *testing.T) {
 				t.Errorf("limit %d recheck %v, want %d %v", limit, recheck, tt.wantLimit, tt.recheckAt)
 			}
 		})
+	}
+}
+
+// staticReadiness is member readiness that never changes.
+type staticReadiness map[string]bool
+
+func (r staticReadiness) IsReady(name string) bool { return r[name] }
+func (r staticReadiness) AddListener(cluster.ReadinessListener) func() { return func() {} }
+
+// A cluster removed (unjoin tells the listeners it is not ready) and joined
+// again under the same name an hour later is not ready since it was
+// created, not since the old one went: it is not failed over before its
+// first probe.
+func TestARejoinedClusterIsNotReadySinceItWasCreated(t *testing.T) {
+	r := &Reconciler{Readiness: staticReadiness{}, notReadySince: map[string]time.Time{"m1": t0}}
+	rsp := &schedulingv1alpha1.ReplicaSchedulingPreference{}
+	now := t0.Add(time.Hour)
+	rejoined := corev1beta1.KubeFedCluster{ObjectMeta: metav1.ObjectMeta{Name: "m1", CreationTimestamp: metav1.NewTime(now.Add(-time.Second))}}
+	members := r.members(rsp, federatedObject{}, nil, []corev1beta1.KubeFedCluster{rejoined}, now)
+	if len(members) != 1 || !members[0].notReadySince.Equal(now.Add(-time.Second)) {
+		t.Fatalf("members = %+v, want m1 not ready since it was created", members)
+	}
+	d := decide(&schedulingv1alpha1.ReplicaSchedulingPreferenceSpec{TotalReplicas: 4}, "ns/web", members, map[string]int64{"m1": 4}, now, time.Minute)
+	if d.failedOver["m1"] {
+		t.Error("the rejoined cluster was failed over at once")
+	}
+
+	// A cluster not ready since before now, but after it was created,
+	// keeps its time.
+	r.notReadySince["m1"] = now.Add(-time.Millisecond)
+	members = r.members(rsp, federatedObject{}, nil, []corev1beta1.KubeFedCluster{rejoined}, now)
+	if !members[0].notReadySince.Equal(now.Add(-time.Millisecond)) {
+		t.Errorf("notReadySince = %v, want the time seen", members[0].notReadySince)
 	}
 }
