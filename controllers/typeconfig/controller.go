@@ -2,8 +2,10 @@ package typeconfig
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,6 +52,9 @@ const (
 	ReasonTargetTypeNotFound     = "TargetTypeNotFound"
 	ReasonFederatedTypeNotFound  = "FederatedTypeNotFound"
 	ReasonStartFailed            = "StartFailed"
+	// ReasonClusterScopedType: a Namespaced control plane propagates only
+	// namespaced types, within its namespace.
+	ReasonClusterScopedType = "ClusterScopedTypeInNamespacedScope"
 )
 
 // missingTypeRetry is how soon a type whose CRD is missing is checked again.
@@ -67,6 +72,9 @@ type Reconciler struct {
 	Recorder  events.EventRecorder
 	Runner    TypeRunner
 	Namespace string
+	// Scope is the control plane's, the KubeFedConfig's spec.scope; empty
+	// means Cluster. A Namespaced control plane runs no cluster-scoped type.
+	Scope corev1beta1.Scope
 	// PushReconciler is the feature gate that switches all propagation on.
 	PushReconciler bool
 	// StatusCollection is the RawResourceStatusCollection feature gate.
@@ -391,25 +399,109 @@ func (r *Reconciler) decide(ctx context.Context, ftc *corev1beta1.FederatedTypeC
 	if !r.PushReconciler {
 		return decision{reason: ReasonPushReconcilerDisabled, message: "the PushReconciler feature gate is disabled in the KubeFedConfig"}
 	}
+	if d, ok := r.inScope(ftc); !ok {
+		return d
+	}
 	if ftc.Spec.TargetType.Namespaced() && !ftc.IsNamespace() {
-		ns := &corev1beta1.FederatedTypeConfig{}
-		err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: corev1beta1.NamespacesTypeConfigName}, ns)
-		if err != nil || !ns.PropagationEnabled() || !ns.DeletionTimestamp.IsZero() {
-			return decision{reason: ReasonNamespacesNotEnabled, warn: true,
-				message: fmt.Sprintf("namespaced type %s waits for the FederatedTypeConfig %q with propagation Enabled",
-					ftc.Name, corev1beta1.NamespacesTypeConfigName)}
+		if d, ok := r.namespacesRun(ctx, ftc); !ok {
+			return d
 		}
 	}
 	if err := r.served(ftc.Spec.TargetType); err != nil {
+		if errors.Is(err, errScopeMismatch) {
+			return decision{reason: ReasonTargetTypeNotFound, warn: true, message: fmt.Sprintf("spec.targetType: %v", err)}
+		}
 		return decision{reason: ReasonTargetTypeNotFound, warn: true, retry: true,
 			message: fmt.Sprintf("the host cluster does not serve the target type: %v", err)}
 	}
 	if err := r.served(ftc.Spec.FederatedType); err != nil {
+		if errors.Is(err, errScopeMismatch) {
+			return decision{reason: ReasonFederatedTypeNotFound, warn: true, message: fmt.Sprintf("spec.federatedType: %v", err)}
+		}
 		return decision{reason: ReasonFederatedTypeNotFound, warn: true, retry: true,
 			message: fmt.Sprintf("the host cluster does not serve the federated type (install its CRD, e.g. with kubefedctl enable): %v", err)}
 	}
 	return decision{run: true, reason: ReasonRunning, message: "propagation controller running"}
 }
+
+// inScope reports whether ftc's types are within the control plane's
+// scope, and if not, why. A Namespaced control plane lists federated objects
+// in its namespace only and is granted nothing cluster-scoped in members, so
+// a cluster-scoped type would fail every list and write; KubeFed left such a
+// type NotRunning too. The namespaces type is the exception: its target,
+// Namespace, is cluster-scoped, but the engine ignores the FederatedNamespace
+// of the KubeFed namespace, the only one it lists, and writes nothing.
+func (r *Reconciler) inScope(ftc *corev1beta1.FederatedTypeConfig) (decision, bool) {
+	if r.Scope != corev1beta1.NamespaceScoped {
+		return decision{}, true
+	}
+	var clusterScoped []string
+	name := func(what string, a corev1beta1.APIResource) string {
+		return fmt.Sprintf("%s %s", what, schema.GroupVersionKind{Group: a.Group, Version: a.Version, Kind: a.Kind})
+	}
+	if !ftc.Spec.TargetType.Namespaced() && !ftc.IsNamespace() {
+		clusterScoped = append(clusterScoped, name("target type", ftc.Spec.TargetType))
+	}
+	if !ftc.Spec.FederatedType.Namespaced() {
+		clusterScoped = append(clusterScoped, name("federated type", ftc.Spec.FederatedType))
+	}
+	if len(clusterScoped) == 0 {
+		return decision{}, true
+	}
+	verb := "is"
+	if len(clusterScoped) > 1 {
+		verb = "are"
+	}
+	return decision{reason: ReasonClusterScopedType,
+		message: fmt.Sprintf("the %s %s cluster-scoped, and a Namespaced control plane (KubeFedConfig spec.scope) propagates only namespaced types, within namespace %q",
+			strings.Join(clusterScoped, " and the "), verb, r.Namespace)}, false
+}
+
+// namespacesRun reports whether the namespaced type ftc may run as far as
+// the namespaces type is concerned, and if not, why. The engine places a
+// namespaced type's objects by their FederatedNamespace, so in a Cluster-
+// scoped control plane the namespaces type must run, not only be enabled:
+// its status, which this controller writes, says so for its current
+// generation, and a change of it re-evaluates every type. A Namespaced
+// control plane places objects without it; there, as in KubeFed, its
+// FederatedTypeConfig need only be there and enabled.
+func (r *Reconciler) namespacesRun(ctx context.Context, ftc *corev1beta1.FederatedTypeConfig) (decision, bool) {
+	ns := &corev1beta1.FederatedTypeConfig{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: corev1beta1.NamespacesTypeConfigName}, ns)
+	if err != nil || !ns.PropagationEnabled() || !ns.DeletionTimestamp.IsZero() {
+		return decision{reason: ReasonNamespacesNotEnabled, warn: true,
+			message: fmt.Sprintf("namespaced type %s waits for the FederatedTypeConfig %q with propagation Enabled",
+				ftc.Name, corev1beta1.NamespacesTypeConfigName)}, false
+	}
+	if r.Scope == corev1beta1.NamespaceScoped {
+		return decision{}, true
+	}
+	if ns.Status.ObservedGeneration != ns.Generation {
+		// Not reconciled since it changed: a type that runs keeps running
+		// until the new status says otherwise, rather than restart on
+		// every edit of the namespaces type.
+		if r.isRunning(ftc.Name) {
+			return decision{}, true
+		}
+		return decision{reason: ReasonNamespacesNotEnabled,
+			message: fmt.Sprintf("namespaced type %s waits for the FederatedTypeConfig %q to run; its generation %d is not reconciled yet",
+				ftc.Name, corev1beta1.NamespacesTypeConfigName, ns.Generation)}, false
+	}
+	if ns.Status.PropagationController == corev1beta1.ControllerStatusRunning {
+		return decision{}, true
+	}
+	cause := string(corev1beta1.ControllerStatusNotRunning)
+	if cond := meta.FindStatusCondition(ns.Status.Conditions, ConditionReady); cond != nil {
+		cause = cond.Reason + ": " + cond.Message
+	}
+	return decision{reason: ReasonNamespacesNotEnabled, warn: true,
+		message: fmt.Sprintf("namespaced type %s waits for the FederatedTypeConfig %q to run; it does not: %s",
+			ftc.Name, corev1beta1.NamespacesTypeConfigName, cause)}, false
+}
+
+// errScopeMismatch marks a type the host serves in another scope than its
+// FederatedTypeConfig declares: no retry corrects that, only an edit.
+var errScopeMismatch = errors.New("declared in the wrong scope")
 
 func (r *Reconciler) served(a corev1beta1.APIResource) error {
 	gvk := schema.GroupVersionKind{Group: a.Group, Version: a.Version, Kind: a.Kind}
@@ -420,7 +512,22 @@ func (r *Reconciler) served(a corev1beta1.APIResource) error {
 	if mapping.Resource.Resource != a.PluralName {
 		return fmt.Errorf("%s is served as %q, not %q", gvk, mapping.Resource.Resource, a.PluralName)
 	}
+	scope := corev1beta1.ClusterScope
+	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+		scope = corev1beta1.NamespaceScope
+	}
+	if a.Scope != scope {
+		return fmt.Errorf("%w: scope is %s, but the host serves %s as %s", errScopeMismatch, a.Scope, gvk, scope)
+	}
 	return nil
+}
+
+// isRunning reports whether the type's machinery runs.
+func (r *Reconciler) isRunning(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, running := r.running[name]
+	return running
 }
 
 func (r *Reconciler) ensureRunning(ctx context.Context, ftc *corev1beta1.FederatedTypeConfig) error {

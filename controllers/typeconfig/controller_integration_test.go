@@ -40,15 +40,6 @@ import (
 
 const ns = corev1beta1.DefaultKubeFedNamespace
 
-func target(plural string) federatedtype.Target {
-	for _, t := range federatedtype.DefaultTargets {
-		if t.Plural == plural {
-			return t
-		}
-	}
-	panic(plural)
-}
-
 func waitFor(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(45 * time.Second)

@@ -450,6 +450,7 @@ func setupAgent(ctx context.Context, cfg *rest.Config, mgr manager.Manager, o Ag
 	types := &typeconfig.Reconciler{
 		Runner:           engine,
 		Namespace:        o.KubeFedNamespace,
+		Scope:            s.Scope,
 		PushReconciler:   s.FeatureGates[corev1beta1.PushReconciler],
 		StatusCollection: s.FeatureGates[corev1beta1.RawResourceStatusCollection],
 		// The type configs' status and finalizers are the control plane's.

@@ -382,6 +382,7 @@ func setupControllers(ctx context.Context, cfg *rest.Config, mgr manager.Manager
 	types := &typeconfig.Reconciler{
 		Runner:           engine,
 		Namespace:        o.KubeFedNamespace,
+		Scope:            s.Scope,
 		PushReconciler:   s.FeatureGates[corev1beta1.PushReconciler],
 		StatusCollection: s.FeatureGates[corev1beta1.RawResourceStatusCollection],
 		Readiness:        shared.readiness,

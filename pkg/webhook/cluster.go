@@ -14,8 +14,8 @@ import (
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
 )
 
-// KubeFedClusterValidator admits a KubeFedCluster whose credentials Secret
-// exists in its namespace.
+// KubeFedClusterValidator warns when a KubeFedCluster's credentials Secret
+// does not exist in its namespace; it denies nothing.
 type KubeFedClusterValidator struct {
 	// Reader reads Secrets' metadata. It must not be a cache: kubefedctl
 	// join creates the Secret a moment before the KubeFedCluster.
@@ -24,21 +24,19 @@ type KubeFedClusterValidator struct {
 
 var _ admission.Validator[*corev1beta1.KubeFedCluster] = &KubeFedClusterValidator{}
 
-var kubeFedClusterKind = corev1beta1.GroupVersion.WithKind("KubeFedCluster").GroupKind()
-
-// ValidateCreate checks that the Secret exists.
+// ValidateCreate warns when the Secret does not exist.
 func (v *KubeFedClusterValidator) ValidateCreate(ctx context.Context, c *corev1beta1.KubeFedCluster) (admission.Warnings, error) {
-	return v.secretExists(ctx, c)
+	return v.secretWarnings(ctx, c), nil
 }
 
-// ValidateUpdate checks that the Secret exists when the update names
-// another one; a Secret deleted since does not block other updates, such
-// as unjoin's or a finalizer's removal.
+// ValidateUpdate warns when the update names another Secret that does not
+// exist; a Secret deleted since goes unmentioned in other updates, such as
+// unjoin's or a finalizer's removal.
 func (v *KubeFedClusterValidator) ValidateUpdate(ctx context.Context, old, c *corev1beta1.KubeFedCluster) (admission.Warnings, error) {
 	if old.Spec.SecretRef.Name == c.Spec.SecretRef.Name {
 		return nil, nil
 	}
-	return v.secretExists(ctx, c)
+	return v.secretWarnings(ctx, c), nil
 }
 
 // ValidateDelete admits every deletion.
@@ -46,12 +44,13 @@ func (v *KubeFedClusterValidator) ValidateDelete(context.Context, *corev1beta1.K
 	return nil, nil
 }
 
-func (v *KubeFedClusterValidator) secretExists(ctx context.Context, c *corev1beta1.KubeFedCluster) (admission.Warnings, error) {
+// secretWarnings is a warning when c's Secret does not exist or cannot be read.
+func (v *KubeFedClusterValidator) secretWarnings(ctx context.Context, c *corev1beta1.KubeFedCluster) admission.Warnings {
 	name := c.Spec.SecretRef.Name
 	path := field.NewPath("spec", "secretRef", "name")
 	if name == "" {
 		// The CRD schema requires the name; nothing to look up.
-		return nil, nil
+		return nil
 	}
 	// Metadata only: the webhook has no use for the token.
 	secret := &metav1.PartialObjectMetadata{}
@@ -59,10 +58,14 @@ func (v *KubeFedClusterValidator) secretExists(ctx context.Context, c *corev1bet
 	err := v.Reader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, secret)
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, apierrors.NewInvalid(kubeFedClusterKind, c.Name, field.ErrorList{field.Invalid(path, name,
-			fmt.Sprintf("no such Secret in namespace %q; create it, with the member's token, before the KubeFedCluster", c.Namespace))})
+		// A Secret made asynchronously (a SealedSecret's or an
+		// ExternalSecret's) may follow in a moment, and a GitOps tool that
+		// does not retry would never apply a denied KubeFedCluster again.
+		// The cluster controller reports the missing Secret until it exists.
+		return admission.Warnings{fmt.Sprintf("%s: no Secret %q in namespace %q; the KubeFedCluster is admitted and reports "+
+			"Ready=False (malformed cluster config) until the Secret, with the member's token, exists", path, name, c.Namespace)}
 	case err != nil:
-		return admission.Warnings{fmt.Sprintf("%s was not checked: get Secret %s/%s: %v", path, c.Namespace, name, err)}, nil
+		return admission.Warnings{fmt.Sprintf("%s was not checked: get Secret %s/%s: %v", path, c.Namespace, name, err)}
 	}
-	return nil, nil
+	return nil
 }

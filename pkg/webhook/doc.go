@@ -1,29 +1,34 @@
 // Package webhook holds the validating admission webhooks for the rules that
 // CEL in the CRD schemas cannot express because they look beyond the object:
-// a FederatedTypeConfig's types must be served by the host cluster, and a
-// KubeFedCluster's Secret must exist. The controller-manager serves them when
-// started with --webhook-port; the Helm chart registers them with
-// webhook.enabled.
+// a FederatedTypeConfig must declare its types as the host cluster serves
+// them, and a KubeFedCluster's Secret should exist. The controller-manager
+// serves them when started with --webhook-port; the Helm chart registers
+// them with webhook.enabled.
 //
 // # What is checked
 //
-// A FederatedTypeConfig is denied when the host does not serve
-// spec.targetType or spec.federatedType as declared (group, version, kind,
-// pluralName, scope), or when its name is not
-// <targetType.pluralName>[.<targetType.group>], KubeFed's rule. The kinds are
-// resolved with a discovery-backed RESTMapper that asks the API server again
-// on every miss, so a CRD installed a moment before its FederatedTypeConfig
-// (kubefedctl enable waits until it is Established) is found; a CRD deleted
-// since it was last looked up may still be found, which only errs towards
-// admitting.
+// A FederatedTypeConfig is denied when the host serves spec.targetType or
+// spec.federatedType otherwise than declared: its plural name with another
+// kind, or its kind with another pluralName or scope. A type the host does
+// not serve at all (no such group, version or kind) is admitted with a
+// warning naming it, as KubeFed's webhook admitted it: KubeFed's kubefedctl
+// enable creates the CRD and the FederatedTypeConfig without waiting for
+// the CRD to be Established, and a GitOps tool may apply the
+// FederatedTypeConfig first; the type-config controller reports
+// TargetTypeNotFound or FederatedTypeNotFound and looks again until it is
+// served. The kinds are resolved with a discovery-backed RESTMapper that
+// asks the API server again on every miss, so a CRD installed a moment
+// before its FederatedTypeConfig is checked; a CRD deleted since it was last
+// looked up may still be found, which only errs towards admitting.
 //
-// A KubeFedCluster is denied when no Secret named spec.secretRef.name exists
-// in its namespace. Denial rather than a warning is safe for the usual ways
-// a KubeFedCluster is created: kubefedctl join creates the Secret before the
-// KubeFedCluster (and deletes it again if the KubeFedCluster is refused), and
-// Helm, Argo CD, Flux and Velero apply Secrets before custom resources. Only
-// the metadata of the Secret is read, with an uncached reader: a cache could
-// lag behind the Secret join created a moment before.
+// A KubeFedCluster whose spec.secretRef.name names no Secret in its
+// namespace is admitted with a warning: a Secret made asynchronously (by a
+// SealedSecret or an ExternalSecret controller) may follow it, and a GitOps
+// tool that does not retry would never apply a denied KubeFedCluster again.
+// The cluster controller reports the missing Secret as a malformed cluster
+// config until it exists. Only the metadata of the Secret is read, with an
+// uncached reader: a cache could lag behind the Secret join created a moment
+// before.
 //
 // # What is never denied
 //
@@ -35,8 +40,8 @@
 // The webhooks fail open. The configuration has failurePolicy Ignore and a
 // 5 second timeout, so a controller-manager that is down, unreachable or slow
 // never blocks a write; and when the handler itself cannot decide (discovery
-// or the Secret read fails), it admits the object with a warning. The
-// controllers therefore still check everything the webhooks check and
-// report it in status: the webhooks only move the error to the moment of
-// `kubectl apply`.
+// or the Secret read fails), or what it misses may still come, it admits the
+// object with a warning. The controllers therefore still check everything
+// the webhooks check and report it in status: the webhooks only move the
+// error, or a warning of it, to the moment of `kubectl apply`.
 package webhook

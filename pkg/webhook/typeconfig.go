@@ -13,13 +13,13 @@ import (
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
 )
 
-// FederatedTypeConfigValidator admits a FederatedTypeConfig whose name is
-// the one KubeFed requires and whose target and federated types the host
-// cluster serves as declared.
+// FederatedTypeConfigValidator denies a FederatedTypeConfig whose target or
+// federated type the host cluster serves otherwise than declared, and
+// admits one whose type it does not serve yet with a warning.
 type FederatedTypeConfigValidator struct {
 	// Mapper resolves kinds with the host's discovery. It must look again
 	// on a miss, as controller-runtime's dynamic RESTMapper does, or a type
-	// installed after its first lookup would be denied.
+	// installed after its first lookup would go unchecked.
 	Mapper meta.RESTMapper
 }
 
@@ -27,15 +27,14 @@ var _ admission.Validator[*corev1beta1.FederatedTypeConfig] = &FederatedTypeConf
 
 var federatedTypeConfigKind = corev1beta1.GroupVersion.WithKind("FederatedTypeConfig").GroupKind()
 
-// ValidateCreate checks the name and both types.
+// ValidateCreate checks both types; the name is the CRD schema's rule.
 func (v *FederatedTypeConfigValidator) ValidateCreate(_ context.Context, ftc *corev1beta1.FederatedTypeConfig) (admission.Warnings, error) {
 	return v.validate(nil, ftc)
 }
 
-// ValidateUpdate checks what the update changes: the name and target type
-// when the target type changes, the federated type when it changes. The
-// type-config controller removes its finalizer with an update, also after
-// the types are gone.
+// ValidateUpdate checks what the update changes: the target type when it
+// changes, the federated type when it changes. The type-config controller
+// removes its finalizer with an update, also after the types are gone.
 func (v *FederatedTypeConfigValidator) ValidateUpdate(_ context.Context, old, ftc *corev1beta1.FederatedTypeConfig) (admission.Warnings, error) {
 	return v.validate(old, ftc)
 }
@@ -60,10 +59,10 @@ func (v *FederatedTypeConfigValidator) validate(old, ftc *corev1beta1.FederatedT
 		}
 	}
 	if old == nil || old.Spec.TargetType != ftc.Spec.TargetType {
-		check(ftc.Spec.TargetType, spec.Child("targetType"), "install it before its FederatedTypeConfig")
+		check(ftc.Spec.TargetType, spec.Child("targetType"), "reports TargetTypeNotFound until the type is installed")
 	}
 	if old == nil || old.Spec.FederatedType != ftc.Spec.FederatedType {
-		check(ftc.Spec.FederatedType, spec.Child("federatedType"), "install its CRD before the FederatedTypeConfig (kubefedctl enable does both)")
+		check(ftc.Spec.FederatedType, spec.Child("federatedType"), "reports FederatedTypeNotFound until its CRD is installed (kubefedctl enable does both)")
 	}
 	if len(errs) > 0 {
 		return warnings, apierrors.NewInvalid(federatedTypeConfigKind, ftc.Name, errs)
@@ -72,7 +71,8 @@ func (v *FederatedTypeConfigValidator) validate(old, ftc *corev1beta1.FederatedT
 }
 
 // served checks that the host serves a as declared and returns the field
-// error if it does not. When discovery fails it cannot tell; it returns a
+// error if it serves it otherwise (another kind, plural name or scope).
+// When the type is not served at all, or discovery fails, it returns a
 // warning instead, and the object is admitted.
 func (v *FederatedTypeConfigValidator) served(a corev1beta1.APIResource, path *field.Path, hint string) (*field.Error, string) {
 	gvk := schema.GroupVersionKind{Group: a.Group, Version: a.Version, Kind: a.Kind}
@@ -84,7 +84,12 @@ func (v *FederatedTypeConfigValidator) served(a corev1beta1.APIResource, path *f
 		if kind, kindErr := v.Mapper.KindFor(gvr); kindErr == nil {
 			return field.Invalid(path.Child("kind"), a.Kind, fmt.Sprintf("%s, Resource=%s is served with kind %s", a.GroupVersionString(), a.PluralName, kind.Kind)), ""
 		}
-		return field.Invalid(path, kindString(a), "the host cluster does not serve this type; "+hint), ""
+		// Nothing of the type is served: its CRD may be on its way (KubeFed's
+		// kubefedctl enable does not wait for it to be Established, and a
+		// GitOps tool may apply the FederatedTypeConfig first). The
+		// controller reports the missing type and looks again.
+		return nil, fmt.Sprintf("%s: the host cluster does not serve %s; the FederatedTypeConfig is admitted and %s",
+			path, kindString(a), hint)
 	}
 	if err != nil {
 		return nil, fmt.Sprintf("%s was not checked: discovery of %s failed: %v", path, kindString(a), err)

@@ -67,37 +67,48 @@ func errString(err error) string {
 	return err.Error()
 }
 
+const (
+	targetNotServed    = "; the FederatedTypeConfig is admitted and reports TargetTypeNotFound until the type is installed"
+	federatedNotServed = "; the FederatedTypeConfig is admitted and reports FederatedTypeNotFound until its CRD is installed (kubefedctl enable does both)"
+)
+
 func TestFederatedTypeConfigCreate(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		ftc     *corev1beta1.FederatedTypeConfig
-		wantErr string
+		name         string
+		ftc          *corev1beta1.FederatedTypeConfig
+		wantErr      string
+		wantWarnings admission.Warnings
 	}{
 		{name: "namespaced type", ftc: typeConfig("configmaps")},
 		{name: "cluster-scoped target with a namespaced federated type", ftc: typeConfig("namespaces")},
 		{name: "group-qualified name", ftc: typeConfig("deployments")},
 		{
-			name: "target and federated type not served",
+			// KubeFed's kubefedctl enable and GitOps tools may create the
+			// FederatedTypeConfig before its CRDs are served.
+			name: "target and federated type not served yet",
 			ftc:  typeConfig("configmaps", widgets),
-			wantErr: `FederatedTypeConfig.core.kubefed.io "widgets.example.com" is invalid: [` +
-				`spec.targetType: Invalid value: "example.com/v1, Kind=Widget": the host cluster does not serve this type; install it before its FederatedTypeConfig, ` +
-				`spec.federatedType: Invalid value: "types.kubefed.io/v1beta1, Kind=FederatedWidget": the host cluster does not serve this type; install its CRD before the FederatedTypeConfig (kubefedctl enable does both)]`,
+			wantWarnings: admission.Warnings{
+				"spec.targetType: the host cluster does not serve example.com/v1, Kind=Widget" + targetNotServed,
+				"spec.federatedType: the host cluster does not serve types.kubefed.io/v1beta1, Kind=FederatedWidget" + federatedNotServed,
+			},
 		},
 		{
-			name: "federated type not served",
+			name: "federated type not served yet",
 			ftc: typeConfig("configmaps", func(f *corev1beta1.FederatedTypeConfig) {
 				f.Spec.FederatedType.Group = "types.example.com"
 			}),
-			wantErr: `FederatedTypeConfig.core.kubefed.io "configmaps" is invalid: ` +
-				`spec.federatedType: Invalid value: "types.example.com/v1beta1, Kind=FederatedConfigMap": the host cluster does not serve this type; install its CRD before the FederatedTypeConfig (kubefedctl enable does both)`,
+			wantWarnings: admission.Warnings{
+				"spec.federatedType: the host cluster does not serve types.example.com/v1beta1, Kind=FederatedConfigMap" + federatedNotServed,
+			},
 		},
 		{
 			name: "target version not served",
 			ftc: typeConfig("deployments", func(f *corev1beta1.FederatedTypeConfig) {
 				f.Spec.TargetType.Version = "v1beta1"
 			}),
-			wantErr: `FederatedTypeConfig.core.kubefed.io "deployments.apps" is invalid: ` +
-				`spec.targetType: Invalid value: "apps/v1beta1, Kind=Deployment": the host cluster does not serve this type; install it before its FederatedTypeConfig`,
+			wantWarnings: admission.Warnings{
+				"spec.targetType: the host cluster does not serve apps/v1beta1, Kind=Deployment" + targetNotServed,
+			},
 		},
 		{
 			name: "wrong plural name",
@@ -123,6 +134,18 @@ func TestFederatedTypeConfigCreate(t *testing.T) {
 			wantErr: `FederatedTypeConfig.core.kubefed.io "namespaces" is invalid: ` +
 				`spec.targetType.scope: Invalid value: "Namespaced": v1, Kind=Namespace is Cluster`,
 		},
+		{
+			name: "wrong scope with a type not served yet: denied, and the type named",
+			ftc: typeConfig("namespaces", func(f *corev1beta1.FederatedTypeConfig) {
+				f.Spec.TargetType.Scope = corev1beta1.NamespaceScope
+				f.Spec.FederatedType.Version = "v1"
+			}),
+			wantErr: `FederatedTypeConfig.core.kubefed.io "namespaces" is invalid: ` +
+				`spec.targetType.scope: Invalid value: "Namespaced": v1, Kind=Namespace is Cluster`,
+			wantWarnings: admission.Warnings{
+				"spec.federatedType: the host cluster does not serve types.kubefed.io/v1, Kind=FederatedNamespace" + federatedNotServed,
+			},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := &FederatedTypeConfigValidator{Mapper: hostTypes()}
@@ -130,10 +153,28 @@ func TestFederatedTypeConfigCreate(t *testing.T) {
 			if got := errString(err); got != tc.wantErr {
 				t.Errorf("error\n got: %s\nwant: %s", got, tc.wantErr)
 			}
-			if len(warnings) != 0 {
-				t.Errorf("warnings %q", warnings)
+			if !slices.Equal(warnings, tc.wantWarnings) {
+				t.Errorf("warnings\n got: %q\nwant: %q", warnings, tc.wantWarnings)
 			}
 		})
+	}
+}
+
+// TestFederatedTypeConfigTypeNotServedYet: a federated type whose CRD the
+// host does not serve yet (the mapper answers NoMatch) is admitted with one
+// warning naming it, as KubeFed's webhook admitted it; the controller
+// reports it until it is served.
+func TestFederatedTypeConfigTypeNotServedYet(t *testing.T) {
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
+	if _, err := mapper.RESTMapping(schema.GroupKind{Group: "types.kubefed.io", Kind: "FederatedConfigMap"}, "v1beta1"); !meta.IsNoMatchError(err) {
+		t.Fatalf("the mapper answers %v, want NoMatch", err)
+	}
+	v := &FederatedTypeConfigValidator{Mapper: mapper}
+	warnings, err := v.ValidateCreate(context.Background(), typeConfig("configmaps"))
+	want := admission.Warnings{"spec.federatedType: the host cluster does not serve types.kubefed.io/v1beta1, Kind=FederatedConfigMap" + federatedNotServed}
+	if err != nil || !slices.Equal(warnings, want) {
+		t.Errorf("got %q, %v; want %q and no error", warnings, err, want)
 	}
 }
 
@@ -161,9 +202,10 @@ func TestFederatedTypeConfigUpdate(t *testing.T) {
 		f.Finalizers = []string{corev1beta1.FederatedTypeConfigFinalizer}
 	}
 	for _, tc := range []struct {
-		name     string
-		old, new *corev1beta1.FederatedTypeConfig
-		wantErr  string
+		name         string
+		old, new     *corev1beta1.FederatedTypeConfig
+		wantErr      string
+		wantWarnings admission.Warnings
 	}{
 		{
 			name: "unchanged types are not checked again",
@@ -186,8 +228,9 @@ func TestFederatedTypeConfigUpdate(t *testing.T) {
 			name: "target changed to a version not served",
 			old:  typeConfig("deployments"),
 			new:  typeConfig("deployments", func(f *corev1beta1.FederatedTypeConfig) { f.Spec.TargetType.Version = "v1beta1" }),
-			wantErr: `FederatedTypeConfig.core.kubefed.io "deployments.apps" is invalid: ` +
-				`spec.targetType: Invalid value: "apps/v1beta1, Kind=Deployment": the host cluster does not serve this type; install it before its FederatedTypeConfig`,
+			wantWarnings: admission.Warnings{
+				"spec.targetType: the host cluster does not serve apps/v1beta1, Kind=Deployment" + targetNotServed,
+			},
 		},
 		{
 			name: "federated type changed to one not served",
@@ -195,8 +238,18 @@ func TestFederatedTypeConfigUpdate(t *testing.T) {
 			new: typeConfig("configmaps", func(f *corev1beta1.FederatedTypeConfig) {
 				f.Spec.FederatedType.Version = "v1"
 			}),
+			wantWarnings: admission.Warnings{
+				"spec.federatedType: the host cluster does not serve types.kubefed.io/v1, Kind=FederatedConfigMap" + federatedNotServed,
+			},
+		},
+		{
+			name: "federated type changed to another scope",
+			old:  typeConfig("configmaps"),
+			new: typeConfig("configmaps", func(f *corev1beta1.FederatedTypeConfig) {
+				f.Spec.FederatedType.Scope = corev1beta1.ClusterScope
+			}),
 			wantErr: `FederatedTypeConfig.core.kubefed.io "configmaps" is invalid: ` +
-				`spec.federatedType: Invalid value: "types.kubefed.io/v1, Kind=FederatedConfigMap": the host cluster does not serve this type; install its CRD before the FederatedTypeConfig (kubefedctl enable does both)`,
+				`spec.federatedType.scope: Invalid value: "Cluster": types.kubefed.io/v1beta1, Kind=FederatedConfigMap is Namespaced`,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -205,8 +258,8 @@ func TestFederatedTypeConfigUpdate(t *testing.T) {
 			if got := errString(err); got != tc.wantErr {
 				t.Errorf("error\n got: %s\nwant: %s", got, tc.wantErr)
 			}
-			if len(warnings) != 0 {
-				t.Errorf("warnings %q", warnings)
+			if !slices.Equal(warnings, tc.wantWarnings) {
+				t.Errorf("warnings\n got: %q\nwant: %q", warnings, tc.wantWarnings)
 			}
 		})
 	}

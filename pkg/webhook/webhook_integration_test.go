@@ -23,7 +23,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -33,6 +35,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -103,8 +106,8 @@ func TestWebhooksOnTheAPIServer(t *testing.T) {
 	}
 	// The API server loads the configuration asynchronously, and the
 	// controller-manager takes a moment to serve.
-	eventually(t, "the webhook denies a FederatedTypeConfig of a type not served", func() error {
-		err := c.Create(ctx, typeConfig(widget), client.DryRunAll)
+	eventually(t, "the webhook denies a FederatedTypeConfig that declares a served type's scope wrongly", func() error {
+		err := c.Create(ctx, typeConfig(configMaps, clusterScoped), client.DryRunAll)
 		if err == nil {
 			return errors.New("admitted")
 		}
@@ -113,43 +116,70 @@ func TestWebhooksOnTheAPIServer(t *testing.T) {
 		}
 		return nil
 	})
+	// warned is a client whose requests' warnings are kept.
+	warnings := &warningRecorder{}
+	warnedConfig := rest.CopyConfig(fed.Host().RESTConfig())
+	warnedConfig.WarningHandler = warnings
+	warned, err := client.New(warnedConfig, client.Options{Scheme: framework.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
 
-	t.Run("FederatedTypeConfig of a type the host does not serve is denied", func(t *testing.T) {
-		err := c.Create(ctx, typeConfig(widget))
-		want := `admission webhook "federatedtypeconfigs.core.kubefed.io" denied the request: FederatedTypeConfig.core.kubefed.io "widgets.example.com" is invalid: [` +
-			`spec.targetType: Invalid value: "example.com/v1, Kind=Widget": the host cluster does not serve this type; install it before its FederatedTypeConfig, ` +
-			`spec.federatedType: Invalid value: "types.kubefed.io/v1beta1, Kind=FederatedWidget": the host cluster does not serve this type; install its CRD before the FederatedTypeConfig (kubefedctl enable does both)]`
+	t.Run("FederatedTypeConfig of a served type in another scope is denied", func(t *testing.T) {
+		err := c.Create(ctx, typeConfig(configMaps, clusterScoped))
+		want := `admission webhook "federatedtypeconfigs.core.kubefed.io" denied the request: FederatedTypeConfig.core.kubefed.io "configmaps" is invalid: ` +
+			`spec.targetType.scope: Invalid value: "Cluster": v1, Kind=ConfigMap is Namespaced`
 		if !apierrors.IsInvalid(err) || err.Error() != want {
 			t.Fatalf("got %v\nwant Invalid: %s", err, want)
 		}
-		assertAbsent(ctx, t, c, &corev1beta1.FederatedTypeConfig{}, "widgets.example.com")
+		assertAbsent(ctx, t, c, &corev1beta1.FederatedTypeConfig{}, "configmaps")
 	})
 
-	t.Run("FederatedTypeConfig of served types is admitted", func(t *testing.T) {
-		if err := c.Create(ctx, typeConfig(configMaps)); err != nil {
+	t.Run("FederatedTypeConfig of a type the host does not serve yet is admitted with warnings", func(t *testing.T) {
+		if err := warned.Create(ctx, typeConfig(widget)); err != nil {
 			t.Fatal(err)
+		}
+		want := []string{
+			"spec.targetType: the host cluster does not serve example.com/v1, Kind=Widget; the FederatedTypeConfig is admitted and reports TargetTypeNotFound until the type is installed",
+			"spec.federatedType: the host cluster does not serve types.kubefed.io/v1beta1, Kind=FederatedWidget; the FederatedTypeConfig is admitted and reports FederatedTypeNotFound until its CRD is installed (kubefedctl enable does both)",
+		}
+		if got := warnings.take(); !slices.Equal(got, want) {
+			t.Fatalf("warnings\n got: %q\nwant: %q", got, want)
 		}
 	})
 
-	t.Run("FederatedTypeConfig is admitted once its CRDs are installed", func(t *testing.T) {
-		// The same discovery-backed mapper denied this type a moment ago;
+	t.Run("FederatedTypeConfig of served types is admitted", func(t *testing.T) {
+		if err := warned.Create(ctx, typeConfig(configMaps)); err != nil {
+			t.Fatal(err)
+		}
+		if got := warnings.take(); len(got) != 0 {
+			t.Fatalf("warnings %q", got)
+		}
+	})
+
+	t.Run("FederatedTypeConfig is checked once its CRDs are installed", func(t *testing.T) {
+		// The same discovery-backed mapper missed this type a moment ago;
 		// it must not remember the miss.
 		if err := framework.InstallCRDs(ctx, c, []*apiextensionsv1.CustomResourceDefinition{widgetCRD(), federatedCRD(t, widget)}); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.Create(ctx, typeConfig(widget)); err != nil {
-			t.Fatal(err)
-		}
-	})
-
-	t.Run("KubeFedCluster without its Secret is denied", func(t *testing.T) {
-		err := c.Create(ctx, kubeFedCluster("member1", "member1-creds"))
-		want := `admission webhook "kubefedclusters.core.kubefed.io" denied the request: KubeFedCluster.core.kubefed.io "member1" is invalid: ` +
-			`spec.secretRef.name: Invalid value: "member1-creds": no such Secret in namespace "kube-federation-system"; create it, with the member's token, before the KubeFedCluster`
+		err := c.Create(ctx, typeConfig(widget, clusterScoped), client.DryRunAll)
+		want := `admission webhook "federatedtypeconfigs.core.kubefed.io" denied the request: FederatedTypeConfig.core.kubefed.io "widgets.example.com" is invalid: ` +
+			`spec.targetType.scope: Invalid value: "Cluster": example.com/v1, Kind=Widget is Namespaced`
 		if !apierrors.IsInvalid(err) || err.Error() != want {
 			t.Fatalf("got %v\nwant Invalid: %s", err, want)
 		}
-		assertAbsent(ctx, t, c, &corev1beta1.KubeFedCluster{}, "member1")
+	})
+
+	t.Run("KubeFedCluster before its Secret is admitted with a warning", func(t *testing.T) {
+		if err := warned.Create(ctx, kubeFedCluster("member1", "member1-creds")); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{`spec.secretRef.name: no Secret "member1-creds" in namespace "kube-federation-system"; ` +
+			`the KubeFedCluster is admitted and reports Ready=False (malformed cluster config) until the Secret, with the member's token, exists`}
+		if got := warnings.take(); !slices.Equal(got, want) {
+			t.Fatalf("warnings\n got: %q\nwant: %q", got, want)
+		}
 	})
 
 	t.Run("KubeFedCluster created after its Secret is admitted", func(t *testing.T) {
@@ -172,13 +202,15 @@ func TestWebhooksOnTheAPIServer(t *testing.T) {
 		case <-time.After(time.Minute):
 			t.Fatal("the controller-manager did not stop")
 		}
-		// The configuration that denied these above is unchanged; the
-		// API server's call is refused.
-		if err := c.Create(ctx, typeConfig(federatedtype.Target{Group: "example.com", Version: "v1", Kind: "Gadget", Plural: "gadgets", Namespaced: true})); err != nil {
-			t.Fatalf("FederatedTypeConfig refused while the webhook is down: %v", err)
+		// The configuration that denied this change above (as a dry-run
+		// create) is unchanged; the API server's call is refused.
+		ftc := &corev1beta1.FederatedTypeConfig{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "widgets.example.com"}, ftc); err != nil {
+			t.Fatal(err)
 		}
-		if err := c.Create(ctx, kubeFedCluster("member3", "member3-creds")); err != nil {
-			t.Fatalf("KubeFedCluster refused while the webhook is down: %v", err)
+		clusterScoped(ftc)
+		if err := c.Update(ctx, ftc); err != nil {
+			t.Fatalf("FederatedTypeConfig refused while the webhook is down: %v", err)
 		}
 	})
 
@@ -222,8 +254,42 @@ func TestWebhooksOnTheAPIServer(t *testing.T) {
 	})
 }
 
-func typeConfig(t federatedtype.Target) *corev1beta1.FederatedTypeConfig {
-	return federatedtype.TypeConfig(t, federatedtype.Options{})
+func typeConfig(t federatedtype.Target, edit ...func(*corev1beta1.FederatedTypeConfig)) *corev1beta1.FederatedTypeConfig {
+	ftc := federatedtype.TypeConfig(t, federatedtype.Options{})
+	for _, e := range edit {
+		e(ftc)
+	}
+	return ftc
+}
+
+// clusterScoped declares the target type cluster-scoped.
+func clusterScoped(ftc *corev1beta1.FederatedTypeConfig) {
+	ftc.Spec.TargetType.Scope = corev1beta1.ClusterScope
+}
+
+// warningRecorder keeps the warnings of the API server's answers.
+type warningRecorder struct {
+	mu  sync.Mutex
+	got []string
+}
+
+// HandleWarningHeader keeps a warning.
+func (w *warningRecorder) HandleWarningHeader(code int, _, text string) {
+	if code != 299 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.got = append(w.got, text)
+}
+
+// take returns the warnings kept since the last take.
+func (w *warningRecorder) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	got := w.got
+	w.got = nil
+	return got
 }
 
 func federatedCRD(t *testing.T, target federatedtype.Target) *apiextensionsv1.CustomResourceDefinition {
