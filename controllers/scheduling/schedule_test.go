@@ -209,7 +209,7 @@ func TestEstimateCapacity(t *testing.T) {
 // staticReadiness is member readiness that never changes.
 type staticReadiness map[string]bool
 
-func (r staticReadiness) IsReady(name string) bool { return r[name] }
+func (r staticReadiness) IsReady(name string) bool                     { return r[name] }
 func (r staticReadiness) AddListener(cluster.ReadinessListener) func() { return func() {} }
 
 // A cluster removed (unjoin tells the listeners it is not ready) and joined
