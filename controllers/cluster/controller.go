@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -291,27 +292,45 @@ func (r *Reconciler) forgetLocked(name string) {
 	r.Readiness.forget(name)
 }
 
-// ensureClients returns the clients of a worker's cluster unless the worker
-// has been stopped.
-func (r *Reconciler) ensureClients(w *worker, c *fedv1b1.KubeFedCluster, s *corev1.Secret) (*clusterclient.Clients, error) {
+// asOwner runs f, which changes what is kept about a worker's cluster,
+// unless the worker has been stopped, and says whether it ran. A stopped
+// worker may still be finishing a probe of a cluster that was deleted, and
+// perhaps created again with a worker of its own, whose state it must not
+// touch; forget drops the worker under the same lock.
+func (r *Reconciler) asOwner(w *worker, f func()) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.workers[w.name] != w {
+		return false
+	}
+	f()
+	return true
+}
+
+// ensureClients returns the clients of a worker's cluster unless the worker
+// has been stopped.
+func (r *Reconciler) ensureClients(w *worker, c *fedv1b1.KubeFedCluster, s *corev1.Secret) (clients *clusterclient.Clients, err error) {
+	if !r.asOwner(w, func() { clients, err = r.Registry.Ensure(c, s) }) {
 		return nil, errWorkerStopped
 	}
-	return r.Registry.Ensure(c, s)
+	return clients, err
 }
 
 // publish makes a worker's reported health visible in metrics and to
 // readiness listeners unless the worker has been stopped.
 func (r *Reconciler) publish(w *worker, h Health) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.workers[w.name] != w {
-		return
+	r.asOwner(w, func() {
+		metrics.SetClusterState(w.name, metricState(h))
+		r.Readiness.set(w.name, h == HealthReady)
+	})
+}
+
+// heartbeat hands a fresh heartbeat of a worker's cluster to the listener
+// unless the worker has been stopped.
+func (r *Reconciler) heartbeat(w *worker, lease *coordinationv1.Lease) {
+	if r.Heartbeats != nil {
+		r.asOwner(w, func() { r.Heartbeats.Heartbeat(w.name, lease) })
 	}
-	metrics.SetClusterState(w.name, metricState(h))
-	r.Readiness.set(w.name, h == HealthReady)
 }
 
 // IsReady says whether the named cluster is ready; see ReadinessTracker.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -272,13 +271,7 @@ func TestDeletedClusterIsForgotten(t *testing.T) {
 	m := newFakeMember(t, "tok")
 	c, s := m.objects("m", "tok")
 	h := newHarness(t, Options{Period: 50 * time.Millisecond}, c, s)
-	var mu sync.Mutex
-	var changes []string
-	h.r.Readiness.AddListener(ReadinessListenerFunc(func(name string, ready bool) {
-		mu.Lock()
-		defer mu.Unlock()
-		changes = append(changes, fmt.Sprintf("%s=%v", name, ready))
-	}))
+	changes := readinessChanges(h.r.Readiness)
 
 	h.reconcile("m")
 	eventually(t, 5*time.Second, "m to be ready", func() bool { return h.r.IsReady("m") })
@@ -314,10 +307,8 @@ func TestDeletedClusterIsForgotten(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the deleted cluster's worker still runs: it is still probed")
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if fmt.Sprint(changes) != "[m=true m=false]" {
-		t.Errorf("listener saw %v", changes)
+	if got := changes(); got != "[m=true m=false]" {
+		t.Errorf("listener saw %v", got)
 	}
 }
 
@@ -444,4 +435,109 @@ func clusterStates(t *testing.T) map[string]string {
 		}
 	}
 	return out
+}
+
+// A problem whose message changed from one probe to the next would be
+// written, with an event and a log line, every period: a message cut inside
+// a rune comes back from the API server changed (invalid UTF-8 replaced),
+// and Go's error for an expired certificate names the current time. Both
+// must be written once.
+func TestLastingProblemIsWrittenOnce(t *testing.T) {
+	cert, parsed := expiredCert(t)
+	tests := []struct {
+		name   string
+		member func() *fakeMember
+		want   string
+	}{
+		{
+			name: "answer cut between runes",
+			member: func() *fakeMember {
+				m := newFakeMember(t, "tok")
+				m.answer.Store(&memberAnswer{code: 500, body: "x" + strings.Repeat("é", 300)})
+				m.mode.Store(int32(modeAnswer))
+				return m
+			},
+			want: "/readyz responded with 500 Internal Server Error: x" + strings.Repeat("é", (maxBodyInMessage-1)/2) + "...",
+		},
+		{
+			name:   "expired certificate",
+			member: func() *fakeMember { return newFakeMember(t, "tok", cert) },
+			want: "cluster is not reachable: tls: failed to verify certificate: x509: certificate has expired or is not yet valid: it is valid from " +
+				parsed.NotBefore.UTC().Format(time.RFC3339) + " until " + parsed.NotAfter.UTC().Format(time.RFC3339),
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, s := tc.member().objects("m", "tok")
+			h := newHarness(t, Options{Period: 10 * time.Second, ProbeTimeWriteInterval: time.Minute}, c, s)
+			w := h.manualWorker("m")
+			t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+			h.probeAt(w, t0)
+			if h.probeAt(w, t0.Add(10*time.Second)) {
+				t.Error("status rewritten 10s later")
+			}
+			if got := h.message("m", fedv1b1.ClusterReady); got != tc.want {
+				t.Errorf("message = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// Every message is bounded, whatever it quotes, so that the event made of
+// it is within what the API server accepts.
+func TestEveryMessageIsBounded(t *testing.T) {
+	m := newFakeMember(t, "tok")
+	c, s := m.objects("m", "tok")
+	c.Spec.APIEndpoint = "http://" + strings.Repeat("a", 2000) + ".example"
+	h := newHarness(t, Options{Period: time.Hour}, c, s)
+	h.manualWorker("m").cycle(h.ctx)
+
+	if msg := h.message("m", fedv1b1.ClusterReady); len(msg) > maxMessage+len(truncationMark) || !strings.HasPrefix(msg, msgMalformed) {
+		t.Errorf("Ready message of %d bytes: %.80q", len(msg), msg)
+	}
+	evs := h.events.matching("MalformedClusterConfig")
+	if len(evs) != 1 {
+		t.Fatalf("want one event, got %d", len(evs))
+	}
+	if note := evs[0][strings.Index(evs[0], ": ")+2:]; len(note) > eventNoteLimit {
+		t.Errorf("event note of %d bytes", len(note))
+	}
+}
+
+// A worker stopped in the middle of a probe, its cluster deleted and
+// created again meanwhile, must leave what the new worker keeps alone.
+func TestStoppedWorkerLeavesTheReCreatedClusterAlone(t *testing.T) {
+	m := newFakeMember(t, "tok")
+	c, s := m.objects("m", "tok")
+	heard := &heartbeats{}
+	h := newHarnessFor(t, &Reconciler{Heartbeats: heard}, Options{Period: time.Hour}, c, s)
+	stale := h.manualWorker("m")
+	h.r.forget("m")
+	h.manualWorker("m").cycle(h.ctx)
+	if _, ok := h.r.Registry.Get("m"); !ok {
+		t.Fatal("the new worker registered no clients")
+	}
+
+	// The stale worker read the deleted cluster in Pull mode...
+	pull := c.DeepCopy()
+	pull.Spec.Mode = fedv1b1.ClusterModePull
+	if _, _, err := stale.observe(h.ctx, pull); !errors.Is(err, errWorkerStopped) {
+		t.Errorf("observe = %v, want errWorkerStopped", err)
+	}
+	if _, ok := h.r.Registry.Get("m"); !ok {
+		t.Error("the stale worker removed the new cluster's clients")
+	}
+	// ... or in push mode.
+	heard.mu.Lock()
+	forgotten := len(heard.forgotten)
+	heard.mu.Unlock()
+	if _, _, err := stale.observe(h.ctx, c); !errors.Is(err, errWorkerStopped) {
+		t.Errorf("observe = %v, want errWorkerStopped", err)
+	}
+	heard.mu.Lock()
+	defer heard.mu.Unlock()
+	if len(heard.forgotten) != forgotten {
+		t.Error("the stale worker made the listener forget the new cluster's heartbeat")
+	}
 }

@@ -2,10 +2,18 @@ package cluster
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
 	"io"
 	"log"
+	"math/big"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -36,7 +44,15 @@ const (
 	modeHealthy memberMode = iota
 	modeUnhealthy
 	modeHang
+	// modeAnswer answers with what fakeMember.answer holds.
+	modeAnswer
 )
+
+// memberAnswer is a fakeMember's answer in modeAnswer.
+type memberAnswer struct {
+	code int
+	body string
+}
 
 // fakeMember is a TLS server that answers health probes like a member's
 // kube-apiserver, for the bearer token it was given.
@@ -46,13 +62,19 @@ type fakeMember struct {
 	mode     atomic.Int32
 	requests atomic.Int32
 	release  chan struct{}
+	answer   atomic.Pointer[memberAnswer]
 }
 
-func newFakeMember(t *testing.T, token string) *fakeMember {
+// newFakeMember starts a member serving cert, or httptest's own certificate
+// when none is given.
+func newFakeMember(t *testing.T, token string, cert ...tls.Certificate) *fakeMember {
 	t.Helper()
 	m := &fakeMember{token: token, release: make(chan struct{})}
 	m.srv = httptest.NewUnstartedServer(http.HandlerFunc(m.serve))
 	m.srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	if len(cert) > 0 {
+		m.srv.TLS = &tls.Config{Certificates: cert}
+	}
 	m.srv.StartTLS()
 	t.Cleanup(m.srv.Close)
 	// Registered after Close, so it runs before it: hung handlers return
@@ -80,6 +102,10 @@ func (m *fakeMember) serve(w http.ResponseWriter, r *http.Request) {
 		<-m.release
 	case modeUnhealthy:
 		http.Error(w, "[+]ping ok\n[-]etcd failed: reason withheld\nreadyz check failed", http.StatusInternalServerError)
+	case modeAnswer:
+		a := m.answer.Load()
+		w.WriteHeader(a.code)
+		_, _ = w.Write([]byte(a.body))
 	default:
 		_, _ = w.Write([]byte("ok"))
 	}
@@ -214,6 +240,33 @@ func (h *harness) reconcile(name string) {
 	}
 }
 
+// probeAt runs one cycle of w with the clock at at and says whether it
+// wrote the cluster's status.
+func (h *harness) probeAt(w *worker, at time.Time) (wrote bool) {
+	h.t.Helper()
+	before := h.cluster(w.name).ResourceVersion
+	h.setClock(at)
+	w.cycle(h.ctx)
+	return h.cluster(w.name).ResourceVersion != before
+}
+
+// readinessChanges records what listeners of tr hear; the function it
+// returns renders it as "[name=ready ...]".
+func readinessChanges(tr *ReadinessTracker) func() string {
+	var mu sync.Mutex
+	var changes []string
+	tr.AddListener(ReadinessListenerFunc(func(name string, ready bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		changes = append(changes, fmt.Sprintf("%s=%v", name, ready))
+	}))
+	return func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return fmt.Sprint(changes)
+	}
+}
+
 // manualWorker registers a worker whose cycles the test drives.
 func (h *harness) manualWorker(name string) *worker {
 	h.r.mu.Lock()
@@ -258,4 +311,35 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() bo
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// expiredCert returns a self-signed serving certificate for 127.0.0.1 that
+// expired a day ago, and the certificate itself.
+func expiredCert(t *testing.T) (tls.Certificate, *x509.Certificate) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	notAfter := time.Now().Add(-24 * time.Hour).Truncate(time.Second)
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "expired-member"},
+		NotBefore:             notAfter.Add(-24 * time.Hour),
+		NotAfter:              notAfter,
+		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, cert
 }

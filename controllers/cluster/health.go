@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -66,9 +68,40 @@ const (
 	EventRetrievingClusterHealthFailed = "RetrievingClusterHealthFailed"
 )
 
-// maxBodyInMessage bounds how much of a health endpoint's answer goes into a
-// condition message.
+// maxBodyInMessage bounds how much of what a member says, a health
+// endpoint's answer or its agent's report, goes into a condition message.
 const maxBodyInMessage = 256
+
+// eventNoteLimit is the most an events.k8s.io Event's note may hold; a longer
+// one is refused by the API server.
+const eventNoteLimit = 1024
+
+// eventNotePrefix starts the note of an event about a failed probe.
+const eventNotePrefix = "cluster health check failed: "
+
+// truncationMark ends a text that truncate cut.
+const truncationMark = "..."
+
+// maxMessage bounds every condition message, so that the event note made of
+// it stays within eventNoteLimit.
+const maxMessage = eventNoteLimit - len(eventNotePrefix) - len(truncationMark)
+
+// truncate returns s as valid UTF-8 of at most limit bytes plus
+// truncationMark when it was cut, cut between runes. A message must come out
+// the same after the API server stored it (which replaces invalid UTF-8), or
+// it would differ from the next probe's every time and be written every
+// period.
+func truncate(s string, limit int) string {
+	s = strings.ToValidUTF8(s, string(utf8.RuneError))
+	if len(s) <= limit {
+		return s
+	}
+	cut := limit
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + truncationMark
+}
 
 // observation is the outcome of one probe of a member.
 type observation struct {
@@ -82,6 +115,9 @@ type observation struct {
 	// agentSummary is what a Pull-mode member's agent read of its cluster,
 	// in its heartbeat; the control plane cannot read it itself.
 	agentSummary *summary
+	// noVerdict marks a probe that cannot judge the member yet: the
+	// reported conditions stand and the probe counts for no threshold.
+	noVerdict bool
 }
 
 func (o observation) ready() bool { return o.health == HealthReady }
@@ -113,7 +149,7 @@ func classifyResponse(path string, code int, body []byte) observation {
 func summarizeBody(body []byte) string {
 	var status metav1.Status
 	if json.Unmarshal(body, &status) == nil && status.Kind == "Status" {
-		return status.Message
+		return truncate(status.Message, maxBodyInMessage)
 	}
 	var failed []string
 	for line := range strings.SplitSeq(string(body), "\n") {
@@ -125,10 +161,7 @@ func summarizeBody(body []byte) string {
 	if s == "" {
 		s = strings.Join(strings.Fields(string(body)), " ")
 	}
-	if len(s) > maxBodyInMessage {
-		s = s[:maxBodyInMessage] + "..."
-	}
-	return s
+	return truncate(s, maxBodyInMessage)
 }
 
 // classifyError judges a probe that got no HTTP answer.
@@ -137,9 +170,22 @@ func classifyError(err error, timeout time.Duration) observation {
 }
 
 // describeError renders a transport error without the parts that change from
-// one connection to the next (the local port, the request URL), so that the
-// condition message, and with it the status, stays put while the cause does.
+// one connection to the next (the local port, the request URL, the current
+// time of an expired certificate's error), so that the condition message,
+// and with it the status, stays put while the cause does.
 func describeError(err error, timeout time.Duration) string {
+	s := describeTransportError(err, timeout)
+	var invalid x509.CertificateInvalidError
+	if errors.As(err, &invalid) && invalid.Reason == x509.Expired && invalid.Cert != nil {
+		// Go's text names the current time; the validity period says as
+		// much and does not change from one probe to the next.
+		s = strings.Replace(s, invalid.Error(), fmt.Sprintf("x509: certificate has expired or is not yet valid: it is valid from %s until %s",
+			invalid.Cert.NotBefore.UTC().Format(time.RFC3339), invalid.Cert.NotAfter.UTC().Format(time.RFC3339)), 1)
+	}
+	return s
+}
+
+func describeTransportError(err error, timeout time.Duration) string {
 	var netErr net.Error
 	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout()) {
 		return fmt.Sprintf("no answer within %s", timeout)
@@ -206,9 +252,12 @@ func reportedHealth(conds []fedv1b1.ClusterCondition) Health {
 // ready and not ready is debounced: it needs failure (or success)
 // consecutive observations, counted by s, which ends with obs. Changes that
 // keep the readiness (not ready to offline), the first observation, and
-// malformed configuration, which is no flake, apply at once.
+// malformed configuration, which is no flake, apply at once; a probe that
+// gave no verdict never does.
 func adopt(reported Health, obs observation, s streak, th thresholds) bool {
 	switch {
+	case obs.noVerdict:
+		return false
 	case obs.malformed, reported == HealthUnknown:
 		return true
 	case (reported == HealthReady) == obs.ready():
@@ -331,7 +380,7 @@ func eventFor(obs observation) (reason, note, key string) {
 	case obs.ready():
 		return "", "", ""
 	default:
-		note = "cluster health check failed: " + obs.message
+		note = eventNotePrefix + obs.message
 		return EventRetrievingClusterHealthFailed, note, EventRetrievingClusterHealthFailed + "/" + obs.message
 	}
 }

@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -11,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,6 +48,13 @@ func TestClassifyResponse(t *testing.T) {
 			wantMessage: "/healthz responded with 403 Forbidden"},
 		{name: "long body is cut", path: "/readyz", code: 503, body: strings.Repeat("x", 1000), wantHealth: HealthNotReady,
 			wantMessage: "/readyz responded with 503 Service Unavailable: " + strings.Repeat("x", maxBodyInMessage) + "..."},
+		{name: "long Status message is cut", path: "/readyz", code: 500,
+			body:       `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"` + strings.Repeat("x", 5000) + `","code":500}`,
+			wantHealth: HealthNotReady, wantMessage: "/readyz responded with 500 Internal Server Error: " + strings.Repeat("x", maxBodyInMessage) + "..."},
+		{name: "body is cut between runes", path: "/readyz", code: 503, body: "x" + strings.Repeat("é", 300), wantHealth: HealthNotReady,
+			wantMessage: "/readyz responded with 503 Service Unavailable: x" + strings.Repeat("é", (maxBodyInMessage-1)/2) + "..."},
+		{name: "invalid UTF-8 is replaced", path: "/readyz", code: 503, body: "bad \xff\xfe byte", wantHealth: HealthNotReady,
+			wantMessage: "/readyz responded with 503 Service Unavailable: bad \uFFFD byte"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -89,6 +99,48 @@ func TestClassifyError(t *testing.T) {
 	}
 }
 
+// Go's error for an expired certificate names the current time; the
+// message names the certificate's validity instead, so that it is the same
+// at every probe.
+func TestExpiredCertificateMessageIsStable(t *testing.T) {
+	cert := &x509.Certificate{
+		NotBefore: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC),
+		NotAfter:  time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC),
+	}
+	expired := func(now string) error {
+		return &url.Error{Op: "Get", URL: "https://x/readyz", Err: &tls.CertificateVerificationError{
+			Err: x509.CertificateInvalidError{Cert: cert, Reason: x509.Expired, Detail: "current time " + now + " is after 2025-06-01T00:00:00Z"},
+		}}
+	}
+	first := classifyError(expired("2026-01-01T00:00:00Z"), time.Second)
+	second := classifyError(expired("2026-01-01T00:00:10Z"), time.Second)
+	want := "cluster is not reachable: tls: failed to verify certificate: x509: certificate has expired or is not yet valid: " +
+		"it is valid from 2025-01-01T00:00:00Z until 2025-06-01T00:00:00Z"
+	if first.message != want || second.message != want {
+		t.Errorf("messages\n%q\n%q\nwant %q", first.message, second.message, want)
+	}
+}
+
+func TestTruncate(t *testing.T) {
+	tests := []struct {
+		name, in string
+		max      int
+		want     string
+	}{
+		{name: "short", in: "abc", max: 3, want: "abc"},
+		{name: "long", in: "abcd", max: 3, want: "abc..."},
+		{name: "cut inside a rune moves before it", in: "aéé", max: 4, want: "aé..."},
+		{name: "invalid UTF-8 replaced", in: "a\xffb", max: 10, want: "a\uFFFDb"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := truncate(tc.in, tc.max); got != tc.want || !utf8.ValidString(got) {
+				t.Errorf("truncate(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
+			}
+		})
+	}
+}
+
 func TestStreak(t *testing.T) {
 	var s streak
 	for i, ready := range []bool{true, true, false, false, false, true} {
@@ -125,6 +177,8 @@ func TestAdopt(t *testing.T) {
 		{name: "not ready to offline at once", reported: HealthNotReady, obs: offline, run: 1, want: true},
 		{name: "offline to not ready at once", reported: HealthOffline, obs: notReady, run: 1, want: true},
 		{name: "malformed flips Ready at once", reported: HealthReady, obs: bad, run: 1, want: true},
+		{name: "no verdict keeps the reported health", reported: HealthOffline, obs: observation{noVerdict: true}, run: 5, want: false},
+		{name: "no verdict writes nothing first", reported: HealthUnknown, obs: observation{noVerdict: true}, run: 1, want: false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -31,46 +31,64 @@ const AgentHealthAnnotation = "kubefed.io/agent-health"
 // Whether the Lease changed is judged by its resourceVersion and this
 // controller's own clock, as client-go's leader election does: the
 // renewTime the agent writes comes from the member's clock, which may be
-// skewed either way. A Lease first seen by this process counts as just
-// renewed, so after a restart a dead agent is found out one window later.
+// skewed either way.
+//
+// A Lease this worker has not seen before, after a restart of the
+// controller-manager or at a join, tells nothing of when it was last
+// renewed: it gives no verdict, and the reported conditions stand until it
+// changes (a fresh verdict, one agent period later) or stays unchanged for
+// the window (Offline). Judging it renewed would report an agent dead for
+// hours Ready until the window passed. A member joining has no conditions
+// yet and keeps none for that period rather than being reported Offline and
+// then Ready a moment later; once the Lease changes, its first verdict
+// applies at once, as any first observation does. A Lease created after this
+// worker saw there was none was renewed just now and counts at once.
 func (w *worker) observeAgent(ctx context.Context, cluster *fedv1b1.KubeFedCluster) (observation, error) {
 	r := w.r
 	var lease coordinationv1.Lease
 	key := types.NamespacedName{Namespace: cluster.Namespace, Name: fedv1b1.AgentLeaseName(cluster.Name)}
 	if err := r.apiReader.Get(ctx, key, &lease); err != nil {
 		if apierrors.IsNotFound(err) {
+			w.heartbeatObserved, w.heartbeatVersion = true, ""
 			return observation{health: HealthOffline, message: fmt.Sprintf("%s: no heartbeat from its agent yet (Lease %s); is `controller-manager agent` running in the member?", msgNotReachable, key.Name)}, nil
 		}
 		return observation{}, fmt.Errorf("reading the agent's Lease %s: %w", key, err)
 	}
 	now := r.now()
-	if lease.ResourceVersion != w.heartbeatVersion {
-		w.heartbeatVersion, w.heartbeatSeen = lease.ResourceVersion, now
+	if !w.heartbeatObserved || lease.ResourceVersion != w.heartbeatVersion {
+		w.heartbeatChanged = w.heartbeatObserved
+		w.heartbeatObserved, w.heartbeatVersion, w.heartbeatSeen = true, lease.ResourceVersion, now
 	}
-	if age := now.Sub(w.heartbeatSeen); age > r.opts.Period+r.opts.Timeout {
+	window := r.opts.Period + r.opts.Timeout
+	if now.Sub(w.heartbeatSeen) > window {
 		renewed := "never"
 		if lease.Spec.RenewTime != nil {
 			renewed = lease.Spec.RenewTime.UTC().Format(time.RFC3339) + " by its own clock"
 		}
-		return observation{health: HealthOffline, message: fmt.Sprintf("%s: its agent's Lease %s has not changed for %s (last renewed %s)",
-			msgNotReachable, key.Name, age.Round(100*time.Millisecond), renewed)}, nil
+		// No age in the message: it would change every probe, and with
+		// it the status, an event and a log line.
+		return observation{health: HealthOffline, message: fmt.Sprintf("%s: its agent's Lease %s has not been renewed for more than %s (last renewed %s)",
+			msgNotReachable, key.Name, window, renewed)}, nil
 	}
-	if r.Heartbeats != nil {
-		r.Heartbeats.Heartbeat(cluster.Name, &lease)
+	if !w.heartbeatChanged {
+		return observation{noVerdict: true}, nil
 	}
+	r.heartbeat(w, &lease)
 	switch health := lease.Annotations[AgentHealthAnnotation]; health {
 	case "ok":
 		return observation{health: HealthReady, agentSummary: agentSummary(&lease)}, nil
 	case "":
 		return observation{health: HealthNotReady, message: fmt.Sprintf("the agent's Lease %s says nothing of its cluster's health", key.Name)}, nil
 	default:
-		return observation{health: HealthNotReady, message: "the agent reports: " + health}, nil
+		return observation{health: HealthNotReady, message: "the agent reports: " + truncate(health, maxBodyInMessage)}, nil
 	}
 }
 
 // HeartbeatListener hears the heartbeats of Pull-mode members' agents: the
 // Lease as read, once per probe period while it is fresh. Heartbeat must
-// return quickly and must not keep or change the Lease. Forget says a
+// return quickly and must not keep or change the Lease; it is called, as
+// Forget is, with the Reconciler's lock held, so neither may call the
+// Reconciler. Forget says a
 // cluster has no agent any more (it is gone or in push mode), so that
 // nothing it reported earlier stays in use.
 type HeartbeatListener interface {

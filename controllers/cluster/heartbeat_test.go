@@ -2,12 +2,15 @@ package cluster
 
 import (
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fedv1b1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
@@ -40,20 +43,7 @@ func TestPullModeMemberHealthFromTheAgentsHeartbeat(t *testing.T) {
 		t.Helper()
 		// The agent's clock is an hour behind: only changes of the Lease
 		// count, by the controller's own clock.
-		now := metav1.NewMicroTime(time.Now().Add(-time.Hour))
-		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: fedv1b1.AgentLeaseName("edge"), Namespace: ns,
-			Annotations: map[string]string{AgentHealthAnnotation: health, AgentSummaryAnnotation: summary}}, Spec: coordinationv1.LeaseSpec{RenewTime: &now}}
-		existing := &coordinationv1.Lease{}
-		if err := h.client.Get(h.ctx, client.ObjectKeyFromObject(lease), existing); err == nil {
-			existing.Annotations, existing.Spec.RenewTime = lease.Annotations, lease.Spec.RenewTime
-			if err := h.client.Update(h.ctx, existing); err != nil {
-				t.Fatal(err)
-			}
-			return
-		}
-		if err := h.client.Create(h.ctx, lease); err != nil {
-			t.Fatal(err)
-		}
+		h.renewLease("edge", time.Now().Add(-time.Hour), map[string]string{AgentHealthAnnotation: health, AgentSummaryAnnotation: summary})
 	}
 	stop := make(chan struct{})
 	beating := make(chan struct{})
@@ -165,4 +155,172 @@ func (h *heartbeats) count() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return len(h.heard)
+}
+
+// renewLease creates or renews cluster's heartbeat Lease as its agent would,
+// with renewTime by the agent's clock.
+func (h *harness) renewLease(cluster string, renewTime time.Time, annotations map[string]string) {
+	h.t.Helper()
+	at := metav1.NewMicroTime(renewTime)
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: fedv1b1.AgentLeaseName(cluster), Namespace: ns, Annotations: annotations},
+		Spec: coordinationv1.LeaseSpec{RenewTime: &at}}
+	existing := &coordinationv1.Lease{}
+	if err := h.client.Get(h.ctx, client.ObjectKeyFromObject(lease), existing); err == nil {
+		existing.Annotations, existing.Spec.RenewTime = lease.Annotations, lease.Spec.RenewTime
+		if err := h.client.Update(h.ctx, existing); err != nil {
+			h.t.Fatal(err)
+		}
+		return
+	}
+	if err := h.client.Create(h.ctx, lease); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// pullCluster is a Pull-mode KubeFedCluster reporting conds.
+func pullCluster(name string, conds []fedv1b1.ClusterCondition) *fedv1b1.KubeFedCluster {
+	return &fedv1b1.KubeFedCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID("uid-" + name), Generation: 1},
+		Spec:       fedv1b1.KubeFedClusterSpec{Mode: fedv1b1.ClusterModePull, APIEndpoint: "https://192.0.2.1:6443"},
+		Status:     fedv1b1.KubeFedClusterStatus{Conditions: conds},
+	}
+}
+
+// A restarted controller-manager finds the Lease of an agent that died long
+// ago still saying ok, and the member reported Offline. A Lease first seen
+// tells nothing of when it was renewed: the member must not turn Ready, nor
+// its readiness listeners hear so, until the Lease changes.
+func TestRestartDoesNotTakeAnOldHeartbeatForAFreshOne(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	wentOffline := t0.Add(-time.Hour)
+	kfc := pullCluster("edge", toConds(
+		cond{fedv1b1.ClusterReady, corev1.ConditionFalse, fedv1b1.ReasonClusterNotReady, "cluster is not reachable: gone", wentOffline, wentOffline},
+		cond{fedv1b1.ClusterOffline, corev1.ConditionTrue, fedv1b1.ReasonClusterNotReachable, "cluster is not reachable: gone", wentOffline, wentOffline},
+	))
+	heard := &heartbeats{}
+	h := newHarnessFor(t, &Reconciler{Heartbeats: heard}, Options{Period: 10 * time.Second, Timeout: 5 * time.Second, ProbeTimeWriteInterval: time.Minute}, kfc)
+	listened := readinessChanges(h.r.Readiness)
+	ok := map[string]string{AgentHealthAnnotation: "ok"}
+	h.renewLease("edge", wentOffline.Add(-time.Minute), ok)
+
+	w := h.manualWorker("edge")
+	for i := range 5 {
+		h.setClock(t0.Add(time.Duration(i) * 10 * time.Second))
+		w.cycle(h.ctx)
+		if got := h.condition("edge", fedv1b1.ClusterReady); got != "False/ClusterNotReady" || h.r.IsReady("edge") {
+			t.Fatalf("probe %d of the unchanged Lease: Ready = %s, tracker ready = %v", i+1, got, h.r.IsReady("edge"))
+		}
+	}
+	if got := h.condition("edge", fedv1b1.ClusterOffline); got != "True/ClusterNotReachable" {
+		t.Errorf("Offline = %s", got)
+	}
+	if n := heard.count(); n != 0 {
+		t.Errorf("the heartbeat listener heard the old Lease %d times", n)
+	}
+	if got := listened(); got != "[]" {
+		t.Errorf("readiness listeners heard %s", got)
+	}
+
+	// The agent is back: its next renewal makes the member Ready.
+	h.renewLease("edge", t0, ok)
+	h.setClock(t0.Add(50 * time.Second))
+	w.cycle(h.ctx)
+	if got := h.condition("edge", fedv1b1.ClusterReady); got != "True/ClusterReady" {
+		t.Errorf("after a renewal Ready = %s", got)
+	}
+	if got := listened(); got != "[edge=true]" {
+		t.Errorf("readiness listeners heard %s", got)
+	}
+	if n := heard.count(); n != 1 {
+		t.Errorf("the heartbeat listener heard %d heartbeats, want the renewal", n)
+	}
+}
+
+// A member joining with its agent's Lease already there has no status: it
+// gets none from the Lease as found, and is Ready at the first renewal.
+func TestJoinWithAnExistingHeartbeatIsReadyAtItsFirstRenewal(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	h := newHarness(t, Options{Period: 10 * time.Second, Timeout: 5 * time.Second, ProbeTimeWriteInterval: time.Minute}, pullCluster("edge", nil))
+	ok := map[string]string{AgentHealthAnnotation: "ok"}
+	h.renewLease("edge", t0, ok)
+	w := h.manualWorker("edge")
+
+	h.setClock(t0)
+	w.cycle(h.ctx)
+	if conds := h.cluster("edge").Status.Conditions; len(conds) != 0 {
+		t.Errorf("conditions from a Lease not yet seen to change: %+v", conds)
+	}
+	h.renewLease("edge", t0.Add(10*time.Second), ok)
+	h.setClock(t0.Add(10 * time.Second))
+	w.cycle(h.ctx)
+	if got := h.condition("edge", fedv1b1.ClusterReady); got != "True/ClusterReady" || !h.r.IsReady("edge") {
+		t.Errorf("after the first renewal Ready = %s, tracker ready = %v", got, h.r.IsReady("edge"))
+	}
+}
+
+// A stale heartbeat's Offline message stays the same from one probe to the
+// next, so the status is written once, not every period.
+func TestStaleHeartbeatIsWrittenOnce(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	h := newHarness(t, Options{Period: 10 * time.Second, Timeout: 5 * time.Second, ProbeTimeWriteInterval: time.Minute}, pullCluster("edge", nil))
+	h.renewLease("edge", t0, map[string]string{AgentHealthAnnotation: "ok"})
+	w := h.manualWorker("edge")
+	h.probeAt(w, t0)
+
+	h.probeAt(w, t0.Add(20*time.Second))
+	if got := h.condition("edge", fedv1b1.ClusterOffline); got != "True/ClusterNotReachable" {
+		t.Fatalf("Offline = %s", got)
+	}
+	if h.probeAt(w, t0.Add(30*time.Second)) {
+		t.Errorf("status rewritten 10s later, message now %q", h.message("edge", fedv1b1.ClusterOffline))
+	}
+	if want := "cluster is not reachable: its agent's Lease kubefed-agent-edge has not been renewed for more than 15s (last renewed 2026-01-01T00:00:00Z by its own clock)"; h.message("edge", fedv1b1.ClusterOffline) != want {
+		t.Errorf("message = %q, want %q", h.message("edge", fedv1b1.ClusterOffline), want)
+	}
+}
+
+// What an agent reports goes into the conditions and the event cut to a
+// bounded size, and stays put once written.
+func TestLongAgentReportIsCut(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	h := newHarness(t, Options{Period: 10 * time.Second, Timeout: 5 * time.Second, ProbeTimeWriteInterval: time.Minute}, pullCluster("edge", nil))
+	report := strings.Repeat("é", 2500) // 5000 bytes
+	w := h.manualWorker("edge")
+	h.setClock(t0)
+	w.cycle(h.ctx) // no Lease yet
+	h.renewLease("edge", t0, map[string]string{AgentHealthAnnotation: report})
+	h.setClock(t0.Add(10 * time.Second))
+	w.cycle(h.ctx)
+
+	msg := h.message("edge", fedv1b1.ClusterReady)
+	if want := "the agent reports: " + strings.Repeat("é", maxBodyInMessage/2) + "..."; msg != want {
+		t.Errorf("Ready message has %d bytes, want %d", len(msg), len(want))
+	}
+	evs := h.events.matching("the agent reports")
+	if len(evs) != 1 || !strings.HasSuffix(evs[0], eventNotePrefix+msg) {
+		t.Errorf("want one event with the message, got %d", len(evs))
+	}
+}
+
+// A worker stopped in the middle of a probe, its cluster deleted meanwhile,
+// must not hand the heartbeat it read to the listener after forget.
+func TestStoppedWorkerHandsNoHeartbeatOn(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	kfc := pullCluster("edge", nil)
+	heard := &heartbeats{}
+	h := newHarnessFor(t, &Reconciler{Heartbeats: heard}, Options{Period: 10 * time.Second, Timeout: 5 * time.Second}, kfc)
+	ok := map[string]string{AgentHealthAnnotation: "ok"}
+	h.renewLease("edge", t0, ok)
+	w := h.manualWorker("edge")
+	h.setClock(t0)
+	w.cycle(h.ctx)
+	h.renewLease("edge", t0.Add(10*time.Second), ok)
+
+	h.r.forget("edge")
+	if _, err := w.observeAgent(h.ctx, kfc); err != nil {
+		t.Fatal(err)
+	}
+	if n := heard.count(); n != 0 {
+		t.Errorf("the listener heard %d heartbeats after the cluster was forgotten", n)
+	}
 }

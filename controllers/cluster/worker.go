@@ -40,11 +40,17 @@ type worker struct {
 	lastProblem string
 	// lastSummary is when the heavier status fields were last collected.
 	lastSummary time.Time
-	// heartbeatVersion is the resourceVersion of a Pull-mode member's
-	// heartbeat Lease when last seen, and heartbeatSeen when, by this
-	// controller's clock, it was first seen at that version.
-	heartbeatVersion string
-	heartbeatSeen    time.Time
+	// heartbeatObserved says whether the worker has read a Pull-mode
+	// member's heartbeat Lease, or found there was none; heartbeatVersion
+	// is the Lease's resourceVersion when last read ("" for none),
+	// heartbeatSeen when, by this controller's clock, it was first read at
+	// that version, and heartbeatChanged whether that version replaced one
+	// the worker read before (or the Lease's absence), which makes it a
+	// renewal rather than whatever the Lease held when the worker started.
+	heartbeatObserved bool
+	heartbeatVersion  string
+	heartbeatSeen     time.Time
+	heartbeatChanged  bool
 }
 
 func newWorker(r *Reconciler, name string, cancel context.CancelFunc) *worker {
@@ -103,8 +109,11 @@ func (w *worker) cycle(ctx context.Context) {
 	}
 
 	now := r.now()
+	obs.message = truncate(obs.message, maxMessage)
 	reported := reportedHealth(cluster.Status.Conditions)
-	w.streak = w.streak.observe(obs.ready())
+	if !obs.noVerdict {
+		w.streak = w.streak.observe(obs.ready())
+	}
 	var sum *summary
 	if clients != nil && r.writes() && summaryDue(obs, reported, w.lastSummary, now, r.opts.SummaryPeriod) {
 		sum = w.collect(ctx, clients, cluster.Status.APIEnablements)
@@ -126,7 +135,7 @@ func (w *worker) cycle(ctx context.Context) {
 	}
 
 	next := compute(&cluster.Status)
-	if r.writes() {
+	if r.writes() && !obs.noVerdict {
 		w.recordEvent(&cluster, obs)
 	}
 	if r.writes() && needsWrite(&cluster.Status, next, now, r.opts.ProbeTimeWriteInterval) {
@@ -148,12 +157,14 @@ func (w *worker) observe(ctx context.Context, cluster *fedv1b1.KubeFedCluster) (
 	r := w.r
 	if cluster.PullMode() {
 		// No client: the member's agent reaches the host, never the reverse.
-		r.Registry.Remove(cluster.Name)
+		if !r.asOwner(w, func() { r.Registry.Remove(w.name) }) {
+			return observation{}, nil, errWorkerStopped
+		}
 		obs, err := w.observeAgent(ctx, cluster)
 		return obs, nil, err
 	}
-	if r.Heartbeats != nil {
-		r.Heartbeats.Forget(cluster.Name)
+	if r.Heartbeats != nil && !r.asOwner(w, func() { r.Heartbeats.Forget(w.name) }) {
+		return observation{}, nil, errWorkerStopped
 	}
 	secret, err := w.secret(ctx, cluster)
 	if err != nil {

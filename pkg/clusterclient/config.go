@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
@@ -110,6 +111,11 @@ func RESTConfig(cluster *fedv1b1.KubeFedCluster, secret *corev1.Secret, o Config
 	token := strings.TrimSpace(string(secret.Data[TokenKey]))
 	if token == "" {
 		return nil, configErrorf("Secret %s has no %q key with a bearer token", secretName, TokenKey)
+	}
+	if strings.ContainsFunc(token, unicode.IsControl) {
+		// net/http would refuse every request with it, which would read as
+		// an unreachable member. The token itself is never echoed.
+		return nil, configErrorf("key %q of Secret %s holds a bearer token with a control character inside (a line break?); a token is one line", TokenKey, secretName)
 	}
 
 	caData, caSource := cluster.Spec.CABundle, "spec.caBundle"

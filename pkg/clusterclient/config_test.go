@@ -136,6 +136,18 @@ func TestRESTConfig(t *testing.T) {
 			wantErr: []string{`no "token" key`},
 		},
 		{
+			name:    "line-wrapped token is refused naming the Secret and key",
+			cluster: testCluster("member.example.com"),
+			secret:  testSecret(map[string]string{TokenKey: testToken[:9] + "\r\n" + testToken[9:] + "\n"}),
+			wantErr: []string{`key "token" of Secret kube-federation-system/member1-secret`, "control character"},
+		},
+		{
+			name:    "token with a tab inside is refused",
+			cluster: testCluster("member.example.com"),
+			secret:  testSecret(map[string]string{TokenKey: testToken[:9] + "\t" + testToken[9:]}),
+			wantErr: []string{`key "token" of Secret kube-federation-system/member1-secret`, "control character"},
+		},
+		{
 			name: "spec.caBundle wins over the Secret's ca.crt",
 			cluster: testCluster("member.example.com", func(c *fedv1b1.KubeFedCluster) {
 				c.Spec.CABundle = []byte(caPEM)
@@ -280,7 +292,7 @@ func TestRESTConfig(t *testing.T) {
 						t.Errorf("error %q does not contain %q", err, s)
 					}
 				}
-				for _, secret := range []string{testToken, "hunter2", "pr0xypass"} {
+				for _, secret := range []string{testToken, testToken[:9], testToken[9:], "hunter2", "pr0xypass"} {
 					if strings.Contains(err.Error(), secret) {
 						t.Errorf("error %q leaks a secret", err)
 					}
