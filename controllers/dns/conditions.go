@@ -18,4 +18,8 @@ const (
 	// ReasonNoTargets: the Service or Ingress exists but none of its copies
 	// has a load-balancer address (with ready endpoints, for a Service).
 	ReasonNoTargets = "NoTargets"
+	// ReasonInvalidDNSName: a name the record asks for (from its name and
+	// namespace, spec.externalName or spec.dnsPrefix; an IngressDNSRecord's
+	// host) is not a valid DNS name, and no record is published for it.
+	ReasonInvalidDNSName = "InvalidDNSName"
 )

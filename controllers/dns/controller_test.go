@@ -124,6 +124,40 @@ func TestServiceRecordStatus(t *testing.T) {
 	}
 }
 
+// A name DNS does not allow is left out of the DNSEndpoint; the record
+// says so instead of Ready=True.
+func TestRecordsWithInvalidNamesSaySo(t *testing.T) {
+	h := newServiceHarness(t,
+		serviceRecord(dnsv1a1.ServiceDNSRecordSpec{DomainRef: "fed", AllowServiceWithoutEndpoints: true, ExternalName: "shop_front"}),
+		domain("fed", "example.com"),
+		kubeFedCluster("c1", "east", "a"))
+	h.ready["c1"] = true
+	h.members.add("c1", servicesGVR, service("shop", "web", "192.0.2.1"))
+	h.reconcile()
+	c := readyCondition(t, h.record().Status.Conditions)
+	if c.Status != metav1.ConditionFalse || c.Reason != ReasonInvalidDNSName || !strings.Contains(c.Message, "shop_front.shop.fed.svc.example.com") ||
+		!strings.Contains(c.Message, "1 of 1") {
+		t.Errorf("service record condition = %+v", c)
+	}
+
+	rec := &dnsv1a1.IngressDNSRecord{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"},
+		Spec: dnsv1a1.IngressDNSRecordSpec{Hosts: []string{"shop.example.com", "bad_host.example.com"}}}
+	cl := newClient(t, rec, kubeFedCluster("c1", "east"))
+	members := newFakeMembers(t)
+	members.add("c1", ingressesGVR, ingress("shop", "web", "198.51.100.2"))
+	r := &IngressDNSRecordReconciler{Client: cl, Namespace: fedNS, Members: members, Readiness: fakeReadiness{"c1": true}}
+	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: webKey}); err != nil {
+		t.Fatal(err)
+	}
+	got := &dnsv1a1.IngressDNSRecord{}
+	if err := cl.Get(context.Background(), webKey, got); err != nil {
+		t.Fatal(err)
+	}
+	if c := readyCondition(t, got.Status.Conditions); c.Reason != ReasonInvalidDNSName || !strings.Contains(c.Message, "bad_host.example.com is not a valid DNS name") {
+		t.Errorf("ingress record condition = %+v", c)
+	}
+}
+
 func TestServiceRecordLeavesOutMembersNeverSeenReady(t *testing.T) {
 	h := newServiceHarness(t,
 		serviceRecord(dnsv1a1.ServiceDNSRecordSpec{DomainRef: "fed", AllowServiceWithoutEndpoints: true}),

@@ -173,6 +173,9 @@ func (r *IngressDNSRecordReconciler) Reconcile(ctx context.Context, req reconcil
 		cond = metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonNoTargets,
 			Message: fmt.Sprintf("the Ingress exists in %d of %d ready member clusters but none has a load-balancer address", len(entries), ready)}
 	}
+	if invalid := dnsrecord.InvalidIngressHosts(rec); len(invalid) > 0 {
+		cond = invalidNamesCondition(invalid, "spec.hosts", cond)
+	}
 	if cond.Type != "" {
 		cond.ObservedGeneration = rec.Generation
 		meta.SetStatusCondition(&status.Conditions, cond)

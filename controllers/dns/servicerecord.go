@@ -245,7 +245,16 @@ func (r *ServiceDNSRecordReconciler) Reconcile(ctx context.Context, req reconcil
 	if domainErr == nil {
 		status.Domain = domain.Domain
 	}
-	if cond, ok := serviceCondition(rec, domainErr == nil, ready, found, len(unsynced) > 0, entries); ok {
+	cond, ok := serviceCondition(rec, domainErr == nil, ready, found, len(unsynced) > 0, entries)
+	if domainErr == nil {
+		named := rec.DeepCopy()
+		named.Status.Domain = status.Domain
+		if invalid := dnsrecord.InvalidServiceNames(named); len(invalid) > 0 {
+			cond = invalidNamesCondition(invalid, "from the record's name and namespace, spec.externalName or spec.dnsPrefix", cond)
+			ok = true
+		}
+	}
+	if ok {
 		cond.ObservedGeneration = rec.Generation
 		meta.SetStatusCondition(&status.Conditions, cond)
 	}
@@ -366,6 +375,22 @@ func (r *ServiceDNSRecordReconciler) memberLoadBalancer(cluster string, key type
 		}
 	}
 	return dnsrecord.ServiceLoadBalancer(svc, endpointSlices, allowWithoutEndpoints), true, nil
+}
+
+// invalidNamesCondition is the Ready condition of a record that asks for
+// names DNS does not allow; what the targets' condition would have said
+// follows, when it was known.
+func invalidNamesCondition(invalid []string, from string, targets metav1.Condition) metav1.Condition {
+	verb, it := "is not a valid DNS name", "it"
+	if len(invalid) > 1 {
+		verb, it = "are not valid DNS names", "them"
+	}
+	msg := fmt.Sprintf("%s %s (%s; at most 63 characters per label, lower-case letters, digits and '-') and no record is published for %s",
+		strings.Join(invalid, ", "), verb, from, it)
+	if targets.Message != "" {
+		msg += "; " + targets.Message
+	}
+	return metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonInvalidDNSName, Message: msg}
 }
 
 // serviceCondition says what the Ready condition should be. It returns

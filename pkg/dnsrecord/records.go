@@ -132,7 +132,9 @@ func ServiceEndpoints(rec *dnsv1a1.ServiceDNSRecord) []dnsv1a1.Endpoint {
 		}
 	}
 	global = global.normalized()
-	if global.Empty() {
+	// Every name of the record starts with the global name's labels: when
+	// it is invalid, so are they, and a prefix CNAME would point at it.
+	if global.Empty() || !ValidName(names.Global()) {
 		return nil
 	}
 
@@ -183,12 +185,59 @@ func IngressEndpoints(rec *dnsv1a1.IngressDNSRecord) []dnsv1a1.Endpoint {
 	return validNames(out)
 }
 
-// validNames drops the endpoints whose name is not a valid DNS name; a
-// leading "*." wildcard label is allowed.
+// validNames drops the endpoints whose name is not a valid DNS name.
 func validNames(eps []dnsv1a1.Endpoint) []dnsv1a1.Endpoint {
-	return slices.DeleteFunc(eps, func(ep dnsv1a1.Endpoint) bool {
-		return len(validation.IsDNS1123Subdomain(strings.TrimPrefix(ep.DNSName, "*."))) > 0
-	})
+	return slices.DeleteFunc(eps, func(ep dnsv1a1.Endpoint) bool { return !ValidName(ep.DNSName) })
+}
+
+// ValidName says whether name is one a DNS provider takes: a DNS-1123
+// subdomain of at most 253 characters whose labels have at most 63; a
+// leading "*." wildcard label is allowed.
+func ValidName(name string) bool {
+	name = strings.TrimPrefix(name, "*.")
+	if len(validation.IsDNS1123Subdomain(name)) > 0 {
+		return false
+	}
+	for label := range strings.SplitSeq(name, ".") {
+		if len(label) > validation.DNS1123LabelMaxLength {
+			return false
+		}
+	}
+	return true
+}
+
+// InvalidServiceNames returns the names that rec's spec, name and
+// namespace ask for but that are not valid DNS names, sorted, so that
+// ServiceEndpoints leaves them out: the global name (from the Service's
+// name or spec.externalName, the namespace and spec.domainRef, whose regional
+// names share its labels) and spec.dnsPrefix's name. None without a domain
+// in the status.
+func InvalidServiceNames(rec *dnsv1a1.ServiceDNSRecord) []string {
+	names := NewServiceNames(rec)
+	if names.Domain == "" || names.Service == "" {
+		return nil
+	}
+	var invalid []string
+	if !ValidName(names.Global()) {
+		invalid = append(invalid, names.Global())
+	}
+	if prefix := normalizeName(rec.Spec.DNSPrefix); prefix != "" && !ValidName(prefix+"."+names.Domain) {
+		invalid = append(invalid, prefix+"."+names.Domain)
+	}
+	slices.Sort(invalid)
+	return invalid
+}
+
+// InvalidIngressHosts returns the hosts of rec that are not valid DNS
+// names, normalized and sorted, which IngressEndpoints leaves out.
+func InvalidIngressHosts(rec *dnsv1a1.IngressDNSRecord) []string {
+	var invalid []string
+	for _, h := range rec.Spec.Hosts {
+		if h = normalizeName(h); h != "" && !ValidName(h) {
+			invalid = append(invalid, h)
+		}
+	}
+	return sortedUnique(invalid)
 }
 
 // recordsFor returns the records of one name: its IPs, else a CNAME to its

@@ -204,6 +204,16 @@ func TestServiceEndpoints(t *testing.T) {
 			member("c1", "", nil, "192.0.2.1")),
 		want: nil,
 	}, {
+		name: "an invalid externalName leaves no prefix CNAME to a name never published",
+		rec: serviceRecord(dnsv1a1.ServiceDNSRecordSpec{ExternalName: "shop_front", DNSPrefix: "www"}, "example.com",
+			member("c1", "", nil, "192.0.2.1")),
+		want: nil,
+	}, {
+		name: "a label longer than 63 characters is left out",
+		rec: serviceRecord(dnsv1a1.ServiceDNSRecordSpec{DNSPrefix: strings.Repeat("a", 64)}, "example.com",
+			member("c1", "", nil, "192.0.2.1")),
+		want: []string{global + " A 180 192.0.2.1"},
+	}, {
 		name: "the federation is the Domain's name from domainRef",
 		rec: serviceRecord(dnsv1a1.ServiceDNSRecordSpec{DomainRef: "galaxy"}, "example.com",
 			member("c1", "", nil, "192.0.2.1")),
@@ -300,5 +310,31 @@ func TestTTL(t *testing.T) {
 		if got := TTL(in); got != want {
 			t.Errorf("TTL(%d) = %d, want %d", in, got, want)
 		}
+	}
+}
+
+func TestInvalidNames(t *testing.T) {
+	long := strings.Repeat("a", 64)
+	for _, tc := range []struct {
+		name string
+		spec dnsv1a1.ServiceDNSRecordSpec
+		want []string
+	}{
+		{name: "valid", spec: dnsv1a1.ServiceDNSRecordSpec{DNSPrefix: "www"}},
+		{name: "externalName", spec: dnsv1a1.ServiceDNSRecordSpec{ExternalName: "shop_front"}, want: []string{"shop_front.shop.fed.svc.example.com"}},
+		{name: "dnsPrefix with a long label", spec: dnsv1a1.ServiceDNSRecordSpec{DNSPrefix: long + ".x"}, want: []string{long + ".x.example.com"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := InvalidServiceNames(serviceRecord(tc.spec, "example.com")); !slices.Equal(got, tc.want) {
+				t.Errorf("InvalidServiceNames = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if got := InvalidServiceNames(serviceRecord(dnsv1a1.ServiceDNSRecordSpec{ExternalName: "shop_front"}, "")); got != nil {
+		t.Errorf("without a domain: %v, want none", got)
+	}
+	ing := &dnsv1a1.IngressDNSRecord{Spec: dnsv1a1.IngressDNSRecordSpec{Hosts: []string{"*.shop.example.com", "Bad_Host.example.com.", "bad_host.example.com", long + ".example.com"}}}
+	if got, want := InvalidIngressHosts(ing), []string{long + ".example.com", "bad_host.example.com"}; !slices.Equal(got, want) {
+		t.Errorf("InvalidIngressHosts = %v, want %v", got, want)
 	}
 }
