@@ -115,6 +115,15 @@ func (p *PendingPods) Subscribe(notify func(cluster, namespace string)) func() {
 func (p *PendingPods) informerFor(clusterName string) cache.SharedIndexInformer {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	// Clusters that left (unjoined, or Pull-mode now) are asked about no
+	// more: their informers stop here, rather than retry their lists
+	// against a member the control plane lets go, until leadership ends.
+	for name, pi := range p.informers {
+		if _, ok := p.registry.Get(name); !ok && name != clusterName {
+			pi.cancel()
+			delete(p.informers, name)
+		}
+	}
 	current := p.informers[clusterName]
 	clients, ok := p.registry.Get(clusterName)
 	if !ok || p.ctx == nil {

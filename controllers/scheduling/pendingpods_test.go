@@ -1,12 +1,17 @@
 package scheduling
 
 import (
+	"context"
 	"reflect"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubefed-io/kubefed/pkg/clusterclient"
 )
 
 func TestUnschedulableSince(t *testing.T) {
@@ -68,4 +73,54 @@ func TestTrimPod(t *testing.T) {
 	if again, _ := trimPod(trimmed); !reflect.DeepEqual(again, want) {
 		t.Fatal("trimPod is not idempotent")
 	}
+}
+
+// The informer of a cluster that left the Registry stops at the next
+// question about any cluster, not when leadership ends.
+func TestPendingPodsStopTheInformersOfClustersGone(t *testing.T) {
+	registry := clusterclient.NewRegistry(clusterclient.ConfigOptions{})
+	for _, name := range []string{"c1", "c2"} {
+		// Nothing listens there: the informers retry with backoff.
+		if _, err := registry.SetLocal(name, &rest.Config{Host: "https://127.0.0.1:1"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := NewPendingPods(registry, "", logr.Discard())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	started := make(chan error, 1)
+	go func() { started <- p.Start(ctx) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for p.informerFor("c1") == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("PendingPods did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if p.informerFor("c2") == nil {
+		t.Fatal("no informer for c2")
+	}
+	p.mu.Lock()
+	c1 := p.informers["c1"]
+	p.mu.Unlock()
+
+	registry.Remove("c1")
+	p.informerFor("c2")
+	p.mu.Lock()
+	_, kept := p.informers["c1"]
+	n := len(p.informers)
+	p.mu.Unlock()
+	if kept || n != 1 {
+		t.Errorf("informers after c1 left: %d, c1 kept %v", n, kept)
+	}
+	// RunWithContext returns once the informer saw its context end.
+	deadline = time.Now().Add(5 * time.Second)
+	for !c1.informer.IsStopped() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !c1.informer.IsStopped() {
+		t.Error("c1's informer still runs")
+	}
+	cancel()
+	<-started
 }
