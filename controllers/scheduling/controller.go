@@ -452,7 +452,7 @@ func (r *Reconciler) schedule(ctx context.Context, rsp *schedulingv1alpha1.Repli
 		res.updated = updated
 	}
 
-	reason, message := scheduledMessage(rsp.Spec.TotalReplicas, d)
+	reason, message := scheduledMessage(&rsp.Spec, d)
 	res.outcome = outcome{reason: reason, message: message, clusters: clusterStatus(members, d)}
 	res.events = transitions(rsp.Status.Clusters, members, d)
 	return res, nil

@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -236,5 +237,33 @@ func TestARejoinedClusterIsNotReadySinceItWasCreated(t *testing.T) {
 	members = r.members(rsp, federatedObject{}, nil, []corev1beta1.KubeFedCluster{rejoined}, now)
 	if !members[0].notReadySince.Equal(now.Add(-time.Millisecond)) {
 		t.Errorf("notReadySince = %v, want the time seen", members[0].notReadySince)
+	}
+}
+
+// Replicas that fit nowhere because of the preference itself are reported
+// with what in spec.clusters is why.
+func TestInsufficientCapacityNamesThePreferencesProblem(t *testing.T) {
+	members := []member{{name: "us-east", ready: true}, {name: "us-west", ready: true}}
+	for _, tc := range []struct {
+		name     string
+		clusters map[string]schedulingv1alpha1.ClusterPreferences
+		want     string
+	}{
+		{"a typo", map[string]schedulingv1alpha1.ClusterPreferences{"us-east1": {Weight: 1}}, "spec.clusters names us-east1, which is no candidate cluster"},
+		{"weights of 0", map[string]schedulingv1alpha1.ClusterPreferences{"*": {Weight: 0, MinReplicas: 1}}, "no candidate cluster has a weight above 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := &schedulingv1alpha1.ReplicaSchedulingPreferenceSpec{TotalReplicas: 10, Clusters: tc.clusters}
+			d := decide(spec, "ns/web", members, nil, t0, time.Minute)
+			reason, message := scheduledMessage(spec, d)
+			if reason != ReasonInsufficientCapacity || !strings.Contains(message, tc.want) {
+				t.Errorf("%s: %q, want one saying %q", reason, message, tc.want)
+			}
+		})
+	}
+	// A preference that places every replica says nothing of the kind.
+	spec := &schedulingv1alpha1.ReplicaSchedulingPreferenceSpec{TotalReplicas: 10}
+	if _, message := scheduledMessage(spec, decide(spec, "ns/web", members, nil, t0, time.Minute)); strings.Contains(message, "spec.clusters") {
+		t.Errorf("message %q", message)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	schedulingv1alpha1 "github.com/kubefed-io/kubefed/api/scheduling/v1alpha1"
+	"github.com/kubefed-io/kubefed/pkg/planner"
 )
 
 // ConditionScheduled says whether the preference's replicas are placed.
@@ -79,8 +80,9 @@ func (o outcome) condition(generation int64) metav1.Condition {
 }
 
 // scheduledMessage summarizes a decision for humans.
-func scheduledMessage(total int32, d decision) (reason, message string) {
+func scheduledMessage(spec *schedulingv1alpha1.ReplicaSchedulingPreferenceSpec, d decision) (reason, message string) {
 	var b strings.Builder
+	total := spec.TotalReplicas
 	reason = ReasonScheduled
 	switch {
 	case d.unplaced > 0 && len(d.replicas) == 0:
@@ -89,6 +91,7 @@ func scheduledMessage(total int32, d decision) (reason, message string) {
 	case d.unplaced > 0:
 		reason = ReasonInsufficientCapacity
 		fmt.Fprintf(&b, "%d of %d replicas fit in no cluster", d.unplaced, total)
+		b.WriteString(preferenceHints(spec, d))
 	default:
 		fmt.Fprintf(&b, "%d replicas over %d clusters", total, len(d.replicas))
 	}
@@ -101,4 +104,35 @@ func scheduledMessage(total int32, d decision) (reason, message string) {
 		fmt.Fprintf(&b, "; failed over: %s", strings.Join(names, ", "))
 	}
 	return reason, b.String()
+}
+
+// preferenceHints names what in spec.clusters may be why replicas fit
+// nowhere, beside maximums and capacity: entries that name no candidate
+// (a typo, or a cluster not ready past its toleration), and candidates
+// that all have weight 0 or no entry at all, so that they get their
+// minimums only.
+func preferenceHints(spec *schedulingv1alpha1.ReplicaSchedulingPreferenceSpec, d decision) string {
+	var unknown []string
+	for name := range spec.Clusters {
+		if _, candidate := d.replicas[name]; name != planner.Wildcard && !candidate {
+			unknown = append(unknown, name)
+		}
+	}
+	sort.Strings(unknown)
+	var b strings.Builder
+	if len(unknown) > 0 {
+		fmt.Fprintf(&b, "; spec.clusters names %s, which is no candidate cluster", strings.Join(unknown, ", "))
+	}
+	weighted := len(spec.Clusters) == 0
+	for name := range d.replicas {
+		p, ok := spec.Clusters[name]
+		if !ok {
+			p, ok = spec.Clusters[planner.Wildcard]
+		}
+		weighted = weighted || (ok && p.Weight > 0)
+	}
+	if !weighted {
+		b.WriteString("; no candidate cluster has a weight above 0 in spec.clusters, so each gets its minReplicas only")
+	}
+	return b.String()
 }
