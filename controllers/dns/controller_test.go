@@ -435,6 +435,35 @@ func TestNoDNSEndpointForARecordBeingDeleted(t *testing.T) {
 	}
 }
 
+// Members whose load balancers have hostnames only (AWS) share the global
+// name through their resolved addresses, looked up again every TTL.
+func TestDNSEndpointResolvesTheHostnamesOfSeveralMembers(t *testing.T) {
+	rec := serviceRecord(dnsv1a1.ServiceDNSRecordSpec{DomainRef: "fed", RecordTTL: 60})
+	rec.UID = "rec-uid"
+	rec.Status = dnsv1a1.ServiceDNSRecordStatus{Domain: "example.com", DNS: []dnsv1a1.ClusterDNS{
+		{Cluster: "c1", LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{Hostname: "a.elb.example.net"}}}},
+		{Cluster: "c2", LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{Hostname: "b.elb.example.net"}}}},
+	}}
+	c := newClient(t, rec)
+	addrs := map[string][]string{"a.elb.example.net": {"192.0.2.1"}, "b.elb.example.net": {"192.0.2.2"}}
+	r := &DNSEndpointReconciler{Client: c, Scheme: c.Scheme(), Resolve: func(host string) ([]string, error) { return addrs[host], nil }}
+	ctx := context.Background()
+	res, err := r.ReconcileService(ctx, reconcile.Request{NamespacedName: webKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.RequeueAfter != time.Minute {
+		t.Errorf("RequeueAfter = %v, want the record's TTL of 60s", res.RequeueAfter)
+	}
+	ep := &dnsv1a1.DNSEndpoint{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: "shop", Name: "service-web"}, ep); err != nil {
+		t.Fatal(err)
+	}
+	if len(ep.Spec.Endpoints) != 1 || ep.Spec.Endpoints[0].RecordType != "A" || strings.Join(ep.Spec.Endpoints[0].Targets, ",") != "192.0.2.1,192.0.2.2" {
+		t.Errorf("endpoints = %+v, want one A record with both members' addresses", ep.Spec.Endpoints)
+	}
+}
+
 func TestDNSEndpointOfIngressAndForeignOwner(t *testing.T) {
 	rec := &dnsv1a1.IngressDNSRecord{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "ing-uid"},
 		Spec: dnsv1a1.IngressDNSRecordSpec{Hosts: []string{"shop.example.com"}},

@@ -3,6 +3,8 @@ package dns
 import (
 	"context"
 	"fmt"
+	"net"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -40,6 +42,38 @@ type DNSEndpointReconciler struct {
 	// Scheme knows the record types, for owner references. SetupWithManager
 	// sets the manager's scheme when nil.
 	Scheme *runtime.Scheme
+	// Resolve looks up load-balancer hostnames that one CNAME cannot stand
+	// for (see dnsrecord.ServiceEndpointsResolving); the system resolver,
+	// within resolveTimeout, when nil.
+	Resolve dnsrecord.Resolver
+}
+
+// resolveTimeout bounds one hostname's lookup.
+const resolveTimeout = 5 * time.Second
+
+func (r *DNSEndpointReconciler) resolver(ctx context.Context) dnsrecord.Resolver {
+	if r.Resolve != nil {
+		return r.Resolve
+	}
+	return func(host string) ([]string, error) {
+		ctx, cancel := context.WithTimeout(ctx, resolveTimeout)
+		defer cancel()
+		addrs, err := net.DefaultResolver.LookupHost(ctx, host)
+		if err != nil {
+			log.FromContext(ctx).V(1).Info("Cannot resolve a load-balancer hostname; it is left out beside addresses", "hostname", host, "err", err.Error())
+		}
+		return addrs, err
+	}
+}
+
+// again is the result of a reconcile whose records hold addresses looked up
+// from hostnames: they change without the record changing, so they are
+// looked up again every TTL.
+func again(resolved bool, ttl dnsv1a1.TTL) reconcile.Result {
+	if !resolved {
+		return reconcile.Result{}
+	}
+	return reconcile.Result{RequeueAfter: time.Duration(dnsrecord.TTL(ttl)) * time.Second}
 }
 
 // SetupWithManager registers two controllers with mgr, one per record kind,
@@ -72,7 +106,8 @@ func (r *DNSEndpointReconciler) ReconcileService(ctx context.Context, req reconc
 		// A deleted record's DNSEndpoint goes with it through its owner reference.
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	return reconcile.Result{}, r.ensure(ctx, rec, dnsrecord.ServiceEndpointName(rec.Name), dnsrecord.ServiceEndpoints(rec))
+	eps, resolved := dnsrecord.ServiceEndpointsResolving(rec, r.resolver(ctx))
+	return again(resolved, rec.Spec.RecordTTL), r.ensure(ctx, rec, dnsrecord.ServiceEndpointName(rec.Name), eps)
 }
 
 // ReconcileIngress writes the DNSEndpoint of one IngressDNSRecord.
@@ -81,7 +116,8 @@ func (r *DNSEndpointReconciler) ReconcileIngress(ctx context.Context, req reconc
 	if err := r.Client.Get(ctx, req.NamespacedName, rec); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	return reconcile.Result{}, r.ensure(ctx, rec, dnsrecord.IngressEndpointName(rec.Name), dnsrecord.IngressEndpoints(rec))
+	eps, resolved := dnsrecord.IngressEndpointsResolving(rec, r.resolver(ctx))
+	return again(resolved, rec.Spec.RecordTTL), r.ensure(ctx, rec, dnsrecord.IngressEndpointName(rec.Name), eps)
 }
 
 // ensure makes the DNSEndpoint name, controlled by owner, hold endpoints.

@@ -85,7 +85,8 @@ type zoneKey struct{ region, zone string }
 //     with a CNAME (zone to region, region to global), so that clients
 //     asking for a local name fall back to the nearest healthy targets;
 //   - a name whose members have only load-balancer hostnames is a CNAME to
-//     the first of them in sorted order, as DNS allows one CNAME per name;
+//     the first of them in sorted order, as DNS allows one CNAME per name
+//     (ServiceEndpointsResolving resolves them where there are several);
 //   - spec.dnsPrefix adds <dnsPrefix>.<domain> as a CNAME to the global name.
 //
 // There are no records when the global name has no targets, since every
@@ -99,6 +100,30 @@ type zoneKey struct{ region, zone string }
 // regions, zones, prefix, each sorted, so that equal inputs give equal
 // DNSEndpoints.
 func ServiceEndpoints(rec *dnsv1a1.ServiceDNSRecord) []dnsv1a1.Endpoint {
+	eps, _ := ServiceEndpointsResolving(rec, nil)
+	return eps
+}
+
+// Resolver returns the addresses of a load-balancer hostname, as
+// net.Resolver's LookupHost does.
+type Resolver func(host string) ([]string, error)
+
+// ServiceEndpointsResolving is ServiceEndpoints, except that where a name
+// has more than one load-balancer hostname, or hostnames beside IPs, the
+// hostnames are resolved with resolve and their addresses join the name's
+// A and AAAA records, as KubeFed resolved every hostname: one CNAME would
+// send every client to one cluster. A name whose only target is one
+// hostname stays a CNAME to it, which follows the load balancer's
+// addresses as they change. A hostname that does not resolve is left out
+// beside addresses, and is the CNAME's target where nothing resolved.
+// resolved says whether an address came from resolve: those change without
+// the record changing, so the caller looks them up again, say every TTL.
+func ServiceEndpointsResolving(rec *dnsv1a1.ServiceDNSRecord, resolve Resolver) (eps []dnsv1a1.Endpoint, resolved bool) {
+	res := &hostResolver{resolve: resolve}
+	return serviceEndpoints(rec, res), res.used
+}
+
+func serviceEndpoints(rec *dnsv1a1.ServiceDNSRecord, res *hostResolver) []dnsv1a1.Endpoint {
 	names := NewServiceNames(rec)
 	if names.Domain == "" || names.Service == "" {
 		return nil
@@ -138,9 +163,9 @@ func ServiceEndpoints(rec *dnsv1a1.ServiceDNSRecord) []dnsv1a1.Endpoint {
 		return nil
 	}
 
-	out := recordsFor(names.Global(), global, "", ttl)
+	out := recordsFor(names.Global(), res.targets(global), "", ttl)
 	for _, region := range sortedKeys(regions) {
-		out = append(out, recordsFor(names.Region(region), regions[region].normalized(), names.Global(), ttl)...)
+		out = append(out, recordsFor(names.Region(region), res.targets(regions[region].normalized()), names.Global(), ttl)...)
 	}
 	zoneKeys := make([]zoneKey, 0, len(zones))
 	for k := range zones {
@@ -150,7 +175,7 @@ func ServiceEndpoints(rec *dnsv1a1.ServiceDNSRecord) []dnsv1a1.Endpoint {
 		return cmp.Or(strings.Compare(a.region, b.region), strings.Compare(a.zone, b.zone))
 	})
 	for _, k := range zoneKeys {
-		out = append(out, recordsFor(names.Zone(k.zone, k.region), zones[k].normalized(), names.Region(k.region), ttl)...)
+		out = append(out, recordsFor(names.Zone(k.zone, k.region), res.targets(zones[k].normalized()), names.Region(k.region), ttl)...)
 	}
 	if prefix := normalizeName(rec.Spec.DNSPrefix); prefix != "" {
 		out = append(out, cname(prefix+"."+names.Domain, names.Global(), ttl))
@@ -163,6 +188,18 @@ func ServiceEndpoints(rec *dnsv1a1.ServiceDNSRecord) []dnsv1a1.Endpoint {
 // load-balancer hostname when there are no IPs; a host without targets gets
 // no record. Hosts are deduplicated and sorted; invalid ones are left out.
 func IngressEndpoints(rec *dnsv1a1.IngressDNSRecord) []dnsv1a1.Endpoint {
+	eps, _ := IngressEndpointsResolving(rec, nil)
+	return eps
+}
+
+// IngressEndpointsResolving is IngressEndpoints with load-balancer
+// hostnames resolved as ServiceEndpointsResolving does.
+func IngressEndpointsResolving(rec *dnsv1a1.IngressDNSRecord, resolve Resolver) (eps []dnsv1a1.Endpoint, resolved bool) {
+	res := &hostResolver{resolve: resolve}
+	return ingressEndpoints(rec, res), res.used
+}
+
+func ingressEndpoints(rec *dnsv1a1.IngressDNSRecord, res *hostResolver) []dnsv1a1.Endpoint {
 	var all Targets
 	for _, c := range rec.Status.DNS {
 		all.merge(LoadBalancerTargets(c.LoadBalancer))
@@ -178,11 +215,50 @@ func IngressEndpoints(rec *dnsv1a1.IngressDNSRecord) []dnsv1a1.Endpoint {
 		}
 	}
 	ttl := TTL(rec.Spec.RecordTTL)
+	all = res.targets(all)
 	var out []dnsv1a1.Endpoint
 	for _, host := range sortedUnique(hosts) {
 		out = append(out, recordsFor(host, all, "", ttl)...)
 	}
 	return validNames(out)
+}
+
+// hostResolver resolves the hostnames of targets where one CNAME cannot
+// stand for them, each hostname once per record.
+type hostResolver struct {
+	resolve Resolver
+	seen    map[string][]string
+	// used says whether any address came from resolve.
+	used bool
+}
+
+// targets returns t with the hostnames resolved where it has more than one
+// hostname, or hostnames beside addresses; unresolved hostnames stay.
+func (h *hostResolver) targets(t Targets) Targets {
+	if h == nil || h.resolve == nil || len(t.Hostnames) == 0 || (len(t.Hostnames) == 1 && len(t.IPv4)+len(t.IPv6) == 0) {
+		return t
+	}
+	if h.seen == nil {
+		h.seen = map[string][]string{}
+	}
+	out := Targets{IPv4: slices.Clone(t.IPv4), IPv6: slices.Clone(t.IPv6)}
+	for _, host := range t.Hostnames {
+		addrs, ok := h.seen[host]
+		if !ok {
+			addrs, _ = h.resolve(host)
+			h.seen[host] = addrs
+		}
+		before := len(out.IPv4) + len(out.IPv6)
+		for _, a := range addrs {
+			out.add(a, "")
+		}
+		if len(out.IPv4)+len(out.IPv6) == before {
+			out.Hostnames = append(out.Hostnames, host)
+			continue
+		}
+		h.used = true
+	}
+	return out.normalized()
 }
 
 // validNames drops the endpoints whose name is not a valid DNS name.

@@ -338,3 +338,55 @@ func TestInvalidNames(t *testing.T) {
 		t.Errorf("InvalidIngressHosts = %v, want %v", got, want)
 	}
 }
+
+// Load-balancer hostnames of several members (as AWS gives) are resolved
+// into the name's A records, as KubeFed did, so that every member gets
+// traffic; a name with one hostname only stays a CNAME to it.
+func TestServiceEndpointsResolving(t *testing.T) {
+	var asked []string
+	resolve := func(host string) ([]string, error) {
+		asked = append(asked, host)
+		switch host {
+		case "a.elb.example.net":
+			return []string{"192.0.2.10", "2001:db8::a"}, nil
+		case "b.elb.example.net":
+			return []string{"192.0.2.20"}, nil
+		}
+		return nil, fmt.Errorf("no such host %s", host)
+	}
+	rec := serviceRecord(dnsv1a1.ServiceDNSRecordSpec{}, "example.com",
+		member("c1", "east", nil, "host:a.elb.example.net"),
+		member("c2", "west", nil, "host:b.elb.example.net"),
+		member("c3", "west", nil, "host:gone.elb.example.net"))
+	eps, resolved := ServiceEndpointsResolving(rec, resolve)
+	want := []string{
+		global + " A 180 192.0.2.10,192.0.2.20",
+		global + " AAAA 180 2001:db8::a",
+		east + " CNAME 180 a.elb.example.net",
+		west + " A 180 192.0.2.20",
+	}
+	if got := render(eps); !slices.Equal(got, want) || !resolved {
+		t.Errorf("ServiceEndpointsResolving (resolved %v):\n got %s\nwant %s", resolved, strings.Join(got, "\n     "), strings.Join(want, "\n     "))
+	}
+	slices.Sort(asked)
+	if !slices.Equal(asked, []string{"a.elb.example.net", "b.elb.example.net", "gone.elb.example.net"}) {
+		t.Errorf("looked up %v, each hostname once", asked)
+	}
+
+	// Beside an IP, a hostname's addresses join it.
+	ing := &dnsv1a1.IngressDNSRecord{Spec: dnsv1a1.IngressDNSRecordSpec{Hosts: []string{"shop.example.com"}},
+		Status: dnsv1a1.IngressDNSRecordStatus{DNS: []dnsv1a1.ClusterIngressDNS{
+			{Cluster: "c1", LoadBalancer: lb("198.51.100.1")}, {Cluster: "c2", LoadBalancer: lb("host:b.elb.example.net")}}}}
+	eps, resolved = IngressEndpointsResolving(ing, resolve)
+	if got := render(eps); !slices.Equal(got, []string{"shop.example.com A 180 192.0.2.20,198.51.100.1"}) || !resolved {
+		t.Errorf("IngressEndpointsResolving = %v (resolved %v)", got, resolved)
+	}
+
+	// One hostname alone: a CNAME, nothing looked up.
+	asked = nil
+	one := serviceRecord(dnsv1a1.ServiceDNSRecordSpec{}, "example.com", member("c1", "", nil, "host:a.elb.example.net"))
+	eps, resolved = ServiceEndpointsResolving(one, resolve)
+	if got := render(eps); !slices.Equal(got, []string{global + " CNAME 180 a.elb.example.net"}) || resolved || len(asked) != 0 {
+		t.Errorf("one hostname: %v (resolved %v, looked up %v)", got, resolved, asked)
+	}
+}
