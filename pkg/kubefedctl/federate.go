@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
@@ -24,10 +25,11 @@ import (
 
 const federateLong = `Create the federated object of an existing object.
 
-federate reads the object TYPE NAME from the host cluster, or the objects
-of a file (-f FILE, - for standard input; several documents and kind List
-are fine), and creates for each a Federated<Kind> of the same name and
-namespace whose spec.template is the object without apiVersion, kind,
+federate reads the object TYPE NAME from the host cluster and creates its
+Federated<Kind>, or reads the objects of a file (-f FILE, - for standard
+input; several documents and kind List are fine) and prints theirs, as
+KubeFed did (pipe them to kubectl apply -f - to create them). A federated
+object has the same name and namespace as its object, and a spec.template is the object without apiVersion, kind,
 status and all metadata but labels, and whose placement selects every
 member cluster (spec.placement.clusterSelector: {}). Fields each cluster
 fills in for itself are left out as well: a Service's clusterIP(s) and
@@ -47,7 +49,9 @@ KubeFed's own types; objects whose names are not valid object names; and
 the types listed in --skip-api-resources.
 
 -o yaml prints the federated objects instead of creating them (with
---enable-type and a type not yet enabled, preceded by what enable creates).`
+--enable-type and a type not yet enabled, preceded by what enable creates).
+Printing needs no FederatedTypeConfig, nor KubeFed's API in the host: a type
+not enabled is printed as enable would federate it by default.`
 
 const federateExample = `  # Federate the Deployment web of namespace demo to all member clusters
   kubefedctl federate deployment web -n demo
@@ -55,8 +59,11 @@ const federateExample = `  # Federate the Deployment web of namespace demo to al
   # Federate namespace demo with everything in it but its Secrets
   kubefedctl federate namespace demo --contents --skip-api-resources secrets
 
-  # Print the federated objects of a manifest, enabling types as needed
-  kubefedctl federate -f app.yaml --enable-type -o yaml`
+  # Print the federated objects of a manifest, and create them
+  kubefedctl federate -f app.yaml | kubectl apply -f -
+
+  # The same with what enable creates for types not enabled yet
+  kubefedctl federate -f app.yaml --enable-type`
 
 type federateOptions struct {
 	g *globalOptions
@@ -97,6 +104,9 @@ func newFederateCommand(g *globalOptions, streams IOStreams) *cobra.Command {
 			}
 			var input []byte
 			if o.filename != "" {
+				// As in KubeFed, a file's objects are printed, for kubectl
+				// apply -f - or a repository, not created.
+				o.output = "yaml"
 				var err error
 				if input, err = readInput(cmd, o.filename); err != nil {
 					return err
@@ -115,7 +125,7 @@ func newFederateCommand(g *globalOptions, streams IOStreams) *cobra.Command {
 	flags.BoolVarP(&o.contents, "contents", "c", false,
 		"With TYPE namespace, also federate the objects in the namespace.")
 	flags.StringVarP(&o.filename, "filename", "f", "",
-		"File with the objects to federate instead of TYPE NAME; - reads standard input.")
+		"File with the objects to federate instead of TYPE NAME, printed as with -o yaml (as in KubeFed); - reads standard input.")
 	flags.StringSliceVarP(&o.skipAPIResources, "skip-api-resources", "s", nil,
 		"Types --contents leaves out, as names enable accepts, comma-separated (e.g. secrets,deployments.apps).")
 	addFederatedTypeFlags(cmd, &o.federatedGroup, &o.federatedVersion)
@@ -183,7 +193,10 @@ func (o *federateOptions) run(ctx context.Context, streams IOStreams, args []str
 		return err
 	}
 	if f.ftcs, err = listTypeConfigs(ctx, host, o.g.kubefedNamespace); err != nil {
-		return err
+		// Printing needs no KubeFed API in the host, as in KubeFed.
+		if o.output != "yaml" || !meta.IsNoMatchError(err) {
+			return err
+		}
 	}
 
 	if o.filename != "" {
@@ -236,6 +249,11 @@ func (f *federator) typeConfig(ctx context.Context, t apiType) (*corev1beta1.Fed
 	}
 	if err := federatable(t); err != nil {
 		return nil, err
+	}
+	if !f.opts.enableType && f.opts.output == "yaml" {
+		// Printed objects need no FederatedTypeConfig yet, as in KubeFed:
+		// they are written as the default one would federate the type.
+		return federatedtype.TypeConfig(t.target(), f.enableOptions()), nil
 	}
 	if !f.opts.enableType {
 		return nil, fmt.Errorf("%s is not enabled for federation; enable it with: kubefedctl enable %s (or pass --enable-type)", t.name(), t.name())
@@ -425,6 +443,18 @@ func (f *federator) collectFromFile(ctx context.Context, input []byte) error {
 
 // print writes what would be created as a YAML stream.
 func (f *federator) print(w io.Writer) error {
+	seen := map[objectRef]bool{}
+	var twice []error
+	for _, item := range f.objects {
+		ref := refOf(item.obj)
+		if seen[ref] {
+			twice = append(twice, fmt.Errorf("%s is given twice", ref))
+		}
+		seen[ref] = true
+	}
+	if len(twice) > 0 {
+		return errors.Join(twice...)
+	}
 	if _, err := w.Write(f.enableOutput); err != nil {
 		return err
 	}

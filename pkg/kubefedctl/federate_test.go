@@ -1,6 +1,7 @@
 package kubefedctl
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -138,6 +139,28 @@ metadata: {name: p, namespace: demo}
 spec: {nodeName: node-1, containers: [{name: c, image: busybox}]}
 `,
 			template: `spec: {containers: [{name: c, image: busybox}]}
+`,
+		},
+		{
+			name: "ServiceAccount loses the host's token Secrets, as in KubeFed",
+			object: `apiVersion: v1
+kind: ServiceAccount
+metadata: {name: app, namespace: demo}
+secrets: [{name: app-token-x7k2p}]
+imagePullSecrets: [{name: registry}]
+`,
+			template: `imagePullSecrets: [{name: registry}]
+`,
+		},
+		{
+			name: "Namespace loses the namespace controller's finalizer, as in KubeFed",
+			object: `apiVersion: v1
+kind: Namespace
+metadata: {name: demo, labels: {team: a}}
+spec: {finalizers: [kubernetes]}
+status: {phase: Active}
+`,
+			template: `metadata: {labels: {team: a}}
 `,
 		},
 	}
@@ -354,37 +377,45 @@ items:
   metadata: {name: reader}
   rules: [{apiGroups: [""], resources: [pods], verbs: [get]}]
 `
+	// As in KubeFed, a file's federated objects are printed, not created.
 	out, errOut, err := h.run(t, manifest, "federate", "-f", "-", "-n", "shop")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, errOut)
 	}
-	want := []string{
-		"FederatedNamespace shop/shop created in host",
-		"FederatedService shop/api created in host",
-		"FederatedSecret shop/creds created in host",
-		"FederatedClusterRole reader created in host",
-	}
-	if got := lines(out); !slices.Equal(got, want) {
-		t.Errorf("output:\n got %q\nwant %q", got, want)
-	}
-	// The namespace is federated in the same run: no warning.
 	if errOut != "" {
 		t.Errorf("stderr: %s", errOut)
 	}
-	// The Secret's data reaches the template, and only the template.
-	secret := h.get(t, schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta1", Resource: "federatedsecrets"}, "shop", "creds")
-	if pw, _, _ := unstructured.NestedString(secret.Object, "spec", "template", "stringData", "password"); pw != "hunter2" {
-		t.Errorf("FederatedSecret template: %v", secret.Object["spec"])
+	printed := map[string]*unstructured.Unstructured{}
+	for _, doc := range strings.Split(out, "---\n") {
+		if strings.TrimSpace(doc) == "" {
+			continue
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			t.Fatalf("output is not YAML: %v\n%s", err, out)
+		}
+		printed[u.GetKind()+" "+u.GetNamespace()+"/"+u.GetName()] = u
 	}
-	if strings.Contains(out+errOut, "hunter2") {
-		t.Error("the Secret's data was printed")
+	if got, want := slices.Sorted(maps.Keys(printed)), []string{"FederatedClusterRole /reader", "FederatedNamespace shop/shop", "FederatedSecret shop/creds", "FederatedService shop/api"}; !slices.Equal(got, want) {
+		t.Errorf("printed %q, want %q", got, want)
 	}
-	svc := h.get(t, schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta1", Resource: "federatedservices"}, "shop", "api")
-	if spec, _, _ := unstructured.NestedMap(svc.Object, "spec", "template", "spec"); !reflect.DeepEqual(normalize(t, spec), normalize(t, map[string]any{"ports": []any{map[string]any{"port": 80}}})) {
-		t.Errorf("FederatedService template spec: %v", spec)
+	if pw, _, _ := unstructured.NestedString(printed["FederatedSecret shop/creds"].Object, "spec", "template", "stringData", "password"); pw != "hunter2" {
+		t.Errorf("FederatedSecret template: %v", printed["FederatedSecret shop/creds"].Object["spec"])
 	}
-	if cr := h.get(t, schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta1", Resource: "federatedclusterroles"}, "", "reader"); cr == nil {
-		t.Error("FederatedClusterRole reader missing")
+	if svc := printed["FederatedService shop/api"]; svc != nil {
+		if spec, _, _ := unstructured.NestedMap(svc.Object, "spec", "template", "spec"); !reflect.DeepEqual(normalize(t, spec), normalize(t, map[string]any{"ports": []any{map[string]any{"port": 80}}})) {
+			t.Errorf("FederatedService template spec: %v", spec)
+		}
+	}
+	if h.get(t, schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta1", Resource: "federatedservices"}, "shop", "api") != nil {
+		t.Error("federate -f created a federated object; KubeFed's only printed them")
+	}
+
+	// A type not enabled is printed as enable would federate it.
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {a: b}\n"
+	out, errOut, err = h.run(t, cm, "federate", "-f", "-", "-n", "shop")
+	if err != nil || !strings.Contains(out, "kind: FederatedConfigMap") || strings.Contains(out, "kind: FederatedTypeConfig") {
+		t.Errorf("a ConfigMap, whose type is not enabled: %v\n%s\n%s", err, out, errOut)
 	}
 
 	dir := t.TempDir()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -82,6 +83,8 @@ type orphanTarget struct {
 	fed  corev1beta1.APIResource
 	ref  objectRef
 	out  printer
+	// notes gets what is said beside status's word: standard error.
+	notes io.Writer
 }
 
 func (o *orphaningOptions) resolve(ctx context.Context, streams IOStreams, typeName, name string) (*orphanTarget, error) {
@@ -108,7 +111,7 @@ func (o *orphaningOptions) resolve(ctx context.Context, streams IOStreams, typeN
 			ref.Namespace = metav1.NamespaceDefault
 		}
 	}
-	return &orphanTarget{host: host, fed: fed, ref: ref, out: printer{out: streams.Out, dryRun: o.dryRun}}, nil
+	return &orphanTarget{host: host, fed: fed, ref: ref, out: printer{out: streams.Out, dryRun: o.dryRun}, notes: streams.ErrOut}, nil
 }
 
 // enabled reads whether the federated object carries the annotation.
@@ -128,11 +131,16 @@ func (t *orphanTarget) status(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	state := "disabled: deleting it deletes its objects in member clusters"
+	// KubeFed's word alone on standard output, for scripts; what it means
+	// on standard error.
+	word, state := "Disabled", "disabled: deleting it deletes its objects in member clusters"
 	if on {
-		state = "enabled: deleting it leaves its objects in member clusters"
+		word, state = "Enabled", "enabled: deleting it leaves its objects in member clusters"
 	}
-	t.out.linef("Orphaning deletion of %s is %s", t.ref, state)
+	if _, err := fmt.Fprintln(t.out.out, word); err != nil {
+		return err
+	}
+	_, _ = fmt.Fprintf(t.notes, "Orphaning deletion of %s is %s\n", t.ref, state)
 	return nil
 }
 

@@ -20,12 +20,21 @@ spec: {}
 		t.Helper()
 		return h.get(t, fedDeployGVR, "demo", "web").GetAnnotations()
 	}
+	// status prints KubeFed's word alone on standard output, and what it
+	// means on standard error.
 	status := func(typeName string) string {
 		t.Helper()
-		return h.mustRun(t, "orphaning-deletion", "status", typeName, "web", "-n", "demo")
+		out, errOut, err := h.run(t, "", "orphaning-deletion", "status", typeName, "web", "-n", "demo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out != "Enabled\n" && out != "Disabled\n" {
+			t.Errorf("status printed %q, want Enabled or Disabled alone, as KubeFed", out)
+		}
+		return out + errOut
 	}
 
-	if out := status("deployments"); out != "Orphaning deletion of FederatedDeployment demo/web is disabled: deleting it deletes its objects in member clusters\n" {
+	if out := status("deployments"); out != "Disabled\nOrphaning deletion of FederatedDeployment demo/web is disabled: deleting it deletes its objects in member clusters\n" {
 		t.Errorf("status before: %q", out)
 	}
 	if out := h.mustRun(t, "orphaning-deletion", "enable", "deployments", "web", "-n", "demo", "--dry-run"); !strings.HasSuffix(out, "enabled (dry run)\n") {

@@ -63,6 +63,16 @@ func federatedTemplate(obj *unstructured.Unstructured) map[string]any {
 	case schema.GroupKind{Kind: "Pod"}:
 		// The host's scheduler chose a node of the host.
 		unstructured.RemoveNestedField(tmpl, "spec", "nodeName")
+	case schema.GroupKind{Kind: "ServiceAccount"}:
+		// The host's token Secrets, as KubeFed left them out: a template
+		// without secrets lets each member keep its own list.
+		unstructured.RemoveNestedField(tmpl, "secrets")
+	case schema.GroupKind{Kind: "Namespace"}:
+		// The namespace controller's own finalizer, as KubeFed left it out.
+		unstructured.RemoveNestedField(tmpl, "spec", "finalizers")
+		if spec, ok := tmpl["spec"].(map[string]any); ok && len(spec) == 0 {
+			delete(tmpl, "spec")
+		}
 	}
 	return tmpl
 }
