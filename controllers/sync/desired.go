@@ -50,12 +50,53 @@ type templateProblems struct {
 // overrides. Of the template's metadata only labels are kept, as in KubeFed.
 // It also returns the object's hash, stored in HashAnnotation.
 func desiredObject(fed map[string]any, name, namespace string, t targetType, ops []overrides.Operation) (map[string]any, string, error) {
+	obj, err := renderTemplate(fed, name, namespace, t)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := finishObject(obj, name, namespace, t, ops); err != nil {
+		return nil, "", err
+	}
+	hash, err := hashOf(obj)
+	if err != nil {
+		return nil, "", err
+	}
+	setHash(obj, hash)
+	return obj, hash, nil
+}
+
+// retainedObject is the object an update writes over current. As in
+// KubeFed, the template is rendered, the fields the member owns are
+// retained from current, and only then are the cluster's overrides
+// applied, so that an override of a retained field (spec.replicas with
+// retainReplicas, an annotation, the finalizers) is written on updates as
+// on creates. hash is the plan's: of the rendering with the overrides,
+// before retention. A retention error is returned as is, an override's as
+// an *overridesError.
+func retainedObject(fed map[string]any, name, namespace string, t targetType, ops []overrides.Operation, current map[string]any, retainReplicas bool, hash string) (map[string]any, error) {
+	obj, err := renderTemplate(fed, name, namespace, t)
+	if err != nil {
+		return nil, err
+	}
+	if err := retention.Retain(t.gk, obj, current, retainReplicas); err != nil {
+		return nil, err
+	}
+	if err := finishObject(obj, name, namespace, t, ops); err != nil {
+		return nil, err
+	}
+	setHash(obj, hash)
+	return obj, nil
+}
+
+// renderTemplate is the template as an object of the target type, named
+// as the federated object, with the template's labels and no other metadata.
+func renderTemplate(fed map[string]any, name, namespace string, t targetType) (map[string]any, error) {
 	obj := map[string]any{}
 	if spec, ok := fed["spec"].(map[string]any); ok {
 		if tmpl, ok := spec["template"].(map[string]any); ok {
 			obj = jsonvalue.Copy(tmpl).(map[string]any)
 		} else if spec["template"] != nil {
-			return nil, "", fmt.Errorf("spec.template: expected an object, got %s", jsonvalue.TypeName(spec["template"]))
+			return nil, fmt.Errorf("spec.template: expected an object, got %s", jsonvalue.TypeName(spec["template"]))
 		}
 	}
 	delete(obj, "status")
@@ -71,18 +112,24 @@ func desiredObject(fed map[string]any, name, namespace string, t targetType, ops
 	obj["metadata"] = md
 	obj["apiVersion"] = t.apiVersion
 	obj["kind"] = t.kind
+	return obj, nil
+}
+
+// finishObject applies the cluster's overrides to a rendered object, then
+// what no override may change: the managed label, the name and namespace.
+func finishObject(obj map[string]any, name, namespace string, t targetType, ops []overrides.Operation) error {
 	if err := overrides.Apply(obj, ops); err != nil {
-		return nil, "", &overridesError{err}
+		return &overridesError{err}
 	}
 	// After the overrides, so that none can take the label off.
 	if err := retention.SetManagedLabel(obj); err != nil {
-		return nil, "", err
+		return err
 	}
 	// An override must not rename or move the object: the engine finds
 	// member copies by the federated object's name.
 	md, ok := obj["metadata"].(map[string]any)
 	if !ok {
-		return nil, "", fmt.Errorf("metadata: an override replaced it with %s", jsonvalue.TypeName(obj["metadata"]))
+		return fmt.Errorf("metadata: an override replaced it with %s", jsonvalue.TypeName(obj["metadata"]))
 	}
 	md["name"] = name
 	if t.namespaced {
@@ -90,13 +137,15 @@ func desiredObject(fed map[string]any, name, namespace string, t targetType, ops
 	}
 	if t.gk == (schema.GroupKind{Kind: "Secret"}) {
 		if err := foldStringData(obj); err != nil {
-			return nil, "", err
+			return err
 		}
 	}
-	hash, err := hashOf(obj)
-	if err != nil {
-		return nil, "", err
-	}
+	return nil
+}
+
+// setHash records hash in the object's HashAnnotation.
+func setHash(obj map[string]any, hash string) {
+	md, _ := obj["metadata"].(map[string]any)
 	ann, _ := md["annotations"].(map[string]any)
 	ann = maps.Clone(ann)
 	if ann == nil {
@@ -104,7 +153,6 @@ func desiredObject(fed map[string]any, name, namespace string, t targetType, ops
 	}
 	ann[HashAnnotation] = hash
 	md["annotations"] = ann
-	return obj, hash, nil
 }
 
 // checkTemplate reports the template metadata KubeFed does not propagate.

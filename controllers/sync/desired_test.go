@@ -2,6 +2,7 @@ package sync
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -287,5 +288,57 @@ func TestOnlyOurFinalizerAdded(t *testing.T) {
 		if got := onlyOurFinalizerAdded(tc.before, tc.after); got != tc.want {
 			t.Errorf("onlyOurFinalizerAdded(%v, %v) = %v, want %v", tc.before, tc.after, got, tc.want)
 		}
+	}
+}
+
+// As in KubeFed, an update retains the member's fields before the
+// overrides apply, so that overriding a retained field works on updates:
+// spec.replicas under retainReplicas (a ReplicaSchedulingPreference's
+// overrides), and the finalizers.
+func TestRetainedFieldsCanBeOverridden(t *testing.T) {
+	fed := fedDeployment()
+	fed["spec"].(map[string]any)["overrides"] = []any{map[string]any{
+		"clusterName": "c1",
+		"clusterOverrides": []any{
+			map[string]any{"path": "/spec/replicas", "value": int64(0)},
+			map[string]any{"path": "/metadata/finalizers", "op": "add", "value": []any{"example.com/keep"}},
+		},
+	}}
+	current := map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": "web", "namespace": "demo", "resourceVersion": "7",
+			"annotations": map[string]any{"deployment.kubernetes.io/revision": "2"},
+			"finalizers":  []any{"member.example.com/f"}},
+		"spec": map[string]any{"replicas": int64(3)},
+	}
+	_, hash, err := desiredObject(fed, "web", "demo", deploymentType, mustOps(t, fed, "c1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := retainedObject(fed, "web", "demo", deploymentType, mustOps(t, fed, "c1"), current, true, hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := got["spec"].(map[string]any)["replicas"]; r != int64(0) {
+		t.Errorf("spec.replicas = %v, want the override's 0 over the retained 3", r)
+	}
+	if f := got["metadata"].(map[string]any)["finalizers"]; !reflect.DeepEqual(f, []any{"example.com/keep"}) {
+		t.Errorf("finalizers = %v, want the override's over the retained ones", f)
+	}
+	ann := got["metadata"].(map[string]any)["annotations"].(map[string]any)
+	if ann["deployment.kubernetes.io/revision"] != "2" || ann[HashAnnotation] != hash {
+		t.Errorf("annotations = %v, want the member's revision kept and the plan's hash", ann)
+	}
+	if got["metadata"].(map[string]any)["resourceVersion"] != "7" {
+		t.Errorf("resourceVersion not retained: %v", got["metadata"])
+	}
+
+	// Without an override the member's replicas are retained.
+	got, err = retainedObject(fed, "web", "demo", deploymentType, mustOps(t, fed, "c2"), current, true, hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := got["spec"].(map[string]any)["replicas"]; r != int64(3) {
+		t.Errorf("spec.replicas = %v, want the member's 3", r)
 	}
 }

@@ -109,7 +109,7 @@ func TestATimedOutCreateIsRememberedAsPossiblyWritten(t *testing.T) {
 	w.events = newMemberEvents(w.recorder, time.Hour, time.Hour)
 	fed := placedOn("a", "member1")
 	desired := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "a", "namespace": "ns"}}
-	o := w.create(context.Background(), fed, "member1", desired, "h1")
+	o := w.create(context.Background(), fed, "member1", desired, "h1", nil)
 	if o.status != typesv1beta1.CreationTimedOut {
 		t.Fatalf("status %q (%s), want CreationTimedOut", o.status, o.message)
 	}

@@ -484,12 +484,12 @@ func (w *typeWorker) syncPlaced(ctx context.Context, fed *unstructured.Unstructu
 	var o outcome
 	switch {
 	case current == nil:
-		o = w.create(ctx, fed, cluster, jsonvalue.Copy(p.desired).(map[string]any), p.hash)
+		o = w.create(ctx, fed, cluster, jsonvalue.Copy(p.desired).(map[string]any), p.hash, p.ops)
 	case current.GetDeletionTimestamp() != nil:
 		// Someone deletes the copy; it is created again once it is gone.
 		return outcome{cluster: cluster, listed: true, status: typesv1beta1.WaitingForRemoval, requeue: waitForRemovalRequeue}
 	default:
-		o = w.update(ctx, fed, cluster, p.desired, p.hash, current, false)
+		o = w.update(ctx, fed, cluster, p.desired, p.hash, p.ops, current, false)
 	}
 	if o.status == "" && o.checked != "" {
 		// The copy is what the plan asks for. Until the copy changes in
@@ -531,7 +531,7 @@ func (w *typeWorker) retainReplicas(fed *unstructured.Unstructured) bool {
 	return v
 }
 
-func (w *typeWorker) create(ctx context.Context, fed *unstructured.Unstructured, cluster string, desired map[string]any, hash string) outcome {
+func (w *typeWorker) create(ctx context.Context, fed *unstructured.Unstructured, cluster string, desired map[string]any, hash string, ops []overrides.Operation) outcome {
 	out := outcome{cluster: cluster, listed: true}
 	namespace, name := w.memberName(fed)
 	ri, err := w.memberResource(cluster, namespace)
@@ -556,7 +556,7 @@ func (w *typeWorker) create(ctx context.Context, fed *unstructured.Unstructured,
 		return out
 	}
 	if apierrors.IsAlreadyExists(err) {
-		return w.adopt(ctx, fed, cluster, desired, hash)
+		return w.adopt(ctx, fed, cluster, desired, hash, ops)
 	}
 	if apierrors.IsNotFound(err) && namespace != "" {
 		// The namespace is being propagated to the member at the same
@@ -578,7 +578,7 @@ func (w *typeWorker) create(ctx context.Context, fed *unstructured.Unstructured,
 // adopt handles an object of the same name that a create found existing
 // in the member: one without the managed label is adopted (or refused, as
 // adoptResources says); a managed one is a copy the cache does not show yet.
-func (w *typeWorker) adopt(ctx context.Context, fed *unstructured.Unstructured, cluster string, desired map[string]any, hash string) outcome {
+func (w *typeWorker) adopt(ctx context.Context, fed *unstructured.Unstructured, cluster string, desired map[string]any, hash string, ops []overrides.Operation) outcome {
 	out := outcome{cluster: cluster, listed: true}
 	namespace, name := w.memberName(fed)
 	cctx, cancel := context.WithTimeout(ctx, w.e.opts.ClusterTimeout)
@@ -598,7 +598,7 @@ func (w *typeWorker) adopt(ctx context.Context, fed *unstructured.Unstructured, 
 		// that the member made though it answered with an error. It is
 		// checked as any managed copy is (written only if it differs, and
 		// whatever adoptResources says), not adopted.
-		return w.update(ctx, fed, cluster, desired, hash, live, false)
+		return w.update(ctx, fed, cluster, desired, hash, ops, live, false)
 	}
 	if !w.e.opts.AdoptResources {
 		host := false
@@ -614,20 +614,25 @@ func (w *typeWorker) adopt(ctx context.Context, fed *unstructured.Unstructured, 
 			return out
 		}
 	}
-	return w.update(ctx, fed, cluster, desired, hash, live, true)
+	return w.update(ctx, fed, cluster, desired, hash, ops, live, true)
 }
 
-func (w *typeWorker) update(ctx context.Context, fed *unstructured.Unstructured, cluster string, desired map[string]any, hash string, current *unstructured.Unstructured, adopting bool) outcome {
+func (w *typeWorker) update(ctx context.Context, fed *unstructured.Unstructured, cluster string, desired map[string]any, hash string, ops []overrides.Operation, current *unstructured.Unstructured, adopting bool) outcome {
 	out := outcome{cluster: cluster, listed: true, remote: w.remoteStatus(current), counts: w.countsOf(current)}
 	if !adopting && (w.recorded(cluster, fed, hash, current.GetResourceVersion()) || upToDate(desired, current.Object, hash)) {
 		out.checked, out.unobserved = fingerprint(current), !w.observed(current)
 		return out
 	}
 	namespace, name := w.memberName(fed)
-	// The rendering is the plan's, kept for later checks: retain on a copy.
-	desired = jsonvalue.Copy(desired).(map[string]any)
-	if err := retention.Retain(w.target.gk, desired, current.Object, w.retainReplicas(fed)); err != nil {
+	// The plan's rendering stays as it is, for later checks; what is
+	// written retains the member's fields before the overrides apply.
+	desired, err := retainedObject(fed.Object, name, namespace, w.target, ops, current.Object, w.retainReplicas(fed), hash)
+	if err != nil {
 		out.status, out.message = typesv1beta1.FieldRetentionFailed, err.Error()
+		var oe *overridesError
+		if errors.As(err, &oe) {
+			out.status = typesv1beta1.ApplyOverridesFailed
+		}
 		return out
 	}
 	ri, err := w.memberResource(cluster, namespace)
