@@ -254,8 +254,9 @@ func contains(have, want any) bool {
 			if v == nil {
 				continue
 			}
-			hv, present := h[k]
-			if !present || !contains(hv, v) {
+			// An absent key holds an empty list or map: the apiserver
+			// drops those (tolerations: [], data: {}) from what it stores.
+			if !contains(h[k], v) {
 				return false
 			}
 		}
@@ -277,10 +278,17 @@ func contains(have, want any) bool {
 	case string:
 		h, ok := have.(string)
 		if !ok {
-			return false
+			// Absent: the apiserver omits an empty string it stores.
+			return have == nil && w == ""
 		}
 		return h == w || equalQuantities(h, w)
 	default:
+		if have == nil {
+			// Absent: the apiserver omits a false or 0 it stores
+			// (hostNetwork: false, minReadySeconds: 0).
+			wf, isNumber := number(want)
+			return want == false || (isNumber && wf == 0)
+		}
 		if hf, ok := number(have); ok {
 			if wf, ok := number(want); ok {
 				return hf == wf

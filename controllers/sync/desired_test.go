@@ -12,6 +12,7 @@ import (
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
 	typesv1beta1 "github.com/kubefed-io/kubefed/api/types/v1beta1"
+	"github.com/kubefed-io/kubefed/pkg/jsonvalue"
 	"github.com/kubefed-io/kubefed/pkg/overrides"
 )
 
@@ -151,6 +152,19 @@ func TestUpToDate(t *testing.T) {
 	}
 	if !upToDate(desired, stored(), hash) {
 		t.Fatal("a defaulted, canonicalized copy must be up to date")
+	}
+	// The apiserver drops empty lists and maps a template sets
+	// (tolerations: [], nodeSelector: {}); they are no difference.
+	withEmpty := jsonvalue.Copy(desired).(map[string]any)
+	podSpec := withEmpty["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+	podSpec["tolerations"], podSpec["nodeSelector"] = []any{}, map[string]any{}
+	podSpec["hostNetwork"], podSpec["activeDeadlineSeconds"], podSpec["hostname"] = false, int64(0), ""
+	if !upToDate(withEmpty, stored(), hash) {
+		t.Error("empty lists and maps, false, 0 and \"\" of the template, absent in the copy, made it stale")
+	}
+	podSpec["hostNetwork"] = true
+	if upToDate(withEmpty, stored(), hash) {
+		t.Error("hostNetwork: true, absent in the copy, is up to date")
 	}
 	cases := map[string]func(m map[string]any){
 		"replicas changed by hand": func(m map[string]any) { m["spec"].(map[string]any)["replicas"] = int64(7) },

@@ -548,7 +548,7 @@ func (w *typeWorker) create(ctx context.Context, fed *unstructured.Unstructured,
 	observeDispatch(cluster, "create", start, err)
 	if err == nil {
 		w.observeWrite(fed)
-		w.remember(cluster, fed, hash, created.GetResourceVersion())
+		w.remember(cluster, fed, hash, created.GetResourceVersion(), created.GetGeneration())
 		w.recordEvent(fed, EventCreateInCluster, "Creating", w.target.kind, name, cluster, "")
 		out.remote, out.counts = w.remoteStatus(created), w.countsOf(created)
 		out.checked, out.unobserved = fingerprint(created), !w.observed(created)
@@ -569,7 +569,7 @@ func (w *typeWorker) create(ctx context.Context, fed *unstructured.Unstructured,
 		// (a timeout, or a server error after the write, such as etcd
 		// timing out): the next try reads the copy before creating it
 		// again.
-		w.remember(cluster, fed, hash, "")
+		w.remember(cluster, fed, hash, "", 0)
 	}
 	w.recorder.Eventf(fed, corev1.EventTypeWarning, EventCreateInCluster+failedSuffix, failedMessageFmt, "create", w.target.kind, name, cluster, err)
 	return out
@@ -619,7 +619,8 @@ func (w *typeWorker) adopt(ctx context.Context, fed *unstructured.Unstructured, 
 
 func (w *typeWorker) update(ctx context.Context, fed *unstructured.Unstructured, cluster string, desired map[string]any, hash string, ops []overrides.Operation, current *unstructured.Unstructured, adopting bool) outcome {
 	out := outcome{cluster: cluster, listed: true, remote: w.remoteStatus(current), counts: w.countsOf(current)}
-	if !adopting && (w.recorded(cluster, fed, hash, current.GetResourceVersion()) || upToDate(desired, current.Object, hash)) {
+	if !adopting && (w.recorded(cluster, fed, hash, current.GetResourceVersion()) ||
+		(upToDate(desired, current.Object, hash) && !w.changedByOthers(cluster, fed, hash, current))) {
 		out.checked, out.unobserved = fingerprint(current), !w.observed(current)
 		return out
 	}
@@ -657,7 +658,7 @@ func (w *typeWorker) update(ctx context.Context, fed *unstructured.Unstructured,
 		return out
 	}
 	w.observeWrite(fed)
-	w.remember(cluster, fed, hash, updated.GetResourceVersion())
+	w.remember(cluster, fed, hash, updated.GetResourceVersion(), updated.GetGeneration())
 	note := ""
 	if adopting {
 		note = adoptedNote
@@ -1091,10 +1092,30 @@ func objectKey(fed *unstructured.Unstructured) string {
 	return fed.GetNamespace() + "/" + fed.GetName()
 }
 
-func (w *typeWorker) remember(cluster string, fed *unstructured.Unstructured, hash, rv string) {
+func (w *typeWorker) remember(cluster string, fed *unstructured.Unstructured, hash, rv string, generation int64) {
 	w.writtenMu.Lock()
-	w.written[writeKey{cluster, objectKey(fed)}] = writeRecord{hash: hash, resourceVersion: rv}
+	w.written[writeKey{cluster, objectKey(fed)}] = writeRecord{hash: hash, resourceVersion: rv, generation: generation}
 	w.writtenMu.Unlock()
+}
+
+// changedByOthers reports whether someone else changed the copy this
+// engine last wrote with hash: its generation moved since (a change of its
+// spec: someone edited it), or, for a kind without a generation, its
+// resourceVersion did. As in KubeFed, such a copy is written again even if
+// it still holds every desired value, so that what was added by hand goes
+// too; a copy this engine has no record of (after a restart) is judged by
+// its values alone.
+func (w *typeWorker) changedByOthers(cluster string, fed *unstructured.Unstructured, hash string, current *unstructured.Unstructured) bool {
+	w.writtenMu.RLock()
+	r, ok := w.written[writeKey{cluster, objectKey(fed)}]
+	w.writtenMu.RUnlock()
+	if !ok || r.hash != hash || r.resourceVersion == "" {
+		return false
+	}
+	if r.generation > 0 && current.GetGeneration() > 0 {
+		return current.GetGeneration() != r.generation
+	}
+	return current.GetResourceVersion() != r.resourceVersion
 }
 
 // wrote reports whether this engine last wrote a copy of fed with hash to

@@ -157,7 +157,12 @@ type changeSeen struct {
 
 type writeKey struct{ cluster, key string }
 
-type writeRecord struct{ hash, resourceVersion string }
+type writeRecord struct {
+	hash, resourceVersion string
+	// generation is the copy's metadata.generation as written; 0 for a
+	// kind without one.
+	generation int64
+}
 
 func newTypeWorker(e *Engine, ftc *corev1beta1.FederatedTypeConfig) (*typeWorker, error) {
 	ft, tt := ftc.Spec.FederatedType, ftc.Spec.TargetType

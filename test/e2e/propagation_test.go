@@ -360,6 +360,19 @@ var _ = Describe("Propagation", Ordered, func() {
 		}).Should(Succeed())
 		Eventually(func() any { return replicasIn(ctx, member1, "nginx") }).WithTimeout(15 * time.Second).Should(Equal(int64(3)))
 
+		// A field the template does not set, added by hand, goes too, as
+		// in KubeFed: the copy still holds every desired value, but its
+		// spec is not what was written.
+		Eventually(func() error {
+			d := memberObject(ctx, member1, "apps/v1", "Deployment", propNS, "nginx")
+			Expect(unstructured.SetNestedField(d.Object, int64(5), "spec", "minReadySeconds")).To(Succeed())
+			return member1.Client.Update(ctx, d)
+		}).Should(Succeed())
+		Eventually(func() any {
+			n, _, _ := unstructured.NestedInt64(memberObject(ctx, member1, "apps/v1", "Deployment", propNS, "nginx").Object, "spec", "minReadySeconds")
+			return n
+		}).WithTimeout(15 * time.Second).Should(Equal(int64(0)))
+
 		d := memberObject(ctx, member1, "apps/v1", "Deployment", propNS, "nginx")
 		uid := d.GetUID()
 		Expect(member1.Client.Delete(ctx, d)).To(Succeed())
