@@ -2,6 +2,7 @@ package kubefedctl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
+	"github.com/kubefed-io/kubefed/pkg/federatedtype"
 )
 
 const disableLong = `Stop federating an API type.
@@ -56,6 +58,10 @@ type disableOptions struct {
 	deleteCRD bool
 	dryRun    bool
 	timeout   time.Duration
+	// federatedGroup and federatedVersion name the federated type of a
+	// type without a FederatedTypeConfig, for --delete-crd.
+	federatedGroup   string
+	federatedVersion string
 
 	// Tests shorten it.
 	pollInterval time.Duration
@@ -70,6 +76,11 @@ func newDisableCommand(g *globalOptions, streams IOStreams) *cobra.Command {
 		Example: disableExample,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, f := range []string{"federated-group", "federated-version"} {
+				if cmd.Flags().Changed(f) && !o.deleteCRD {
+					return fmt.Errorf("--%s is used only with --delete-crd", f)
+				}
+			}
 			return o.run(cmd.Context(), streams, args[0])
 		},
 	}
@@ -78,6 +89,7 @@ func newDisableCommand(g *globalOptions, streams IOStreams) *cobra.Command {
 		"Also delete the federated type's CustomResourceDefinition; refused while objects of it exist.")
 	flags.DurationVar(&o.timeout, "timeout", defaultStopWait,
 		"How long to wait for the control plane to stop propagating the type.")
+	addFederatedTypeFlags(cmd, &o.federatedGroup, &o.federatedVersion)
 	addDryRunFlag(cmd, &o.dryRun)
 	return cmd
 }
@@ -88,6 +100,26 @@ func (o *disableOptions) run(ctx context.Context, streams IOStreams, name string
 		return err
 	}
 	ftc, err := findTypeConfig(ctx, host, o.g.kubefedNamespace, name)
+	var notEnabled *notEnabledError
+	if errors.As(err, &notEnabled) {
+		// As in KubeFed: nothing to disable is no error, and --delete-crd
+		// still deletes the federated type's CRD (an enable that stopped
+		// after the CRD leaves one without its FTC), named as enable with
+		// --federated-group would name it.
+		target := notEnabled.t.target()
+		opts := federatedtype.Options{FederatedGroup: o.federatedGroup, FederatedVersion: o.federatedVersion, Namespace: o.g.kubefedNamespace}
+		fmt.Fprintf(streams.Out, "FederatedTypeConfig %q does not exist\n", o.g.kubefedNamespace+"/"+target.TypeConfigName())
+		if !o.deleteCRD {
+			return nil
+		}
+		d := &disabler{opts: o, host: host, ftc: federatedtype.TypeConfig(target, opts), absent: true,
+			out: printer{out: streams.Out, dryRun: o.dryRun}, warn: streams.ErrOut}
+		d.ref = typeConfigRef(d.ftc.Namespace, d.ftc.Name)
+		if err := d.disable(ctx); err != nil {
+			return fmt.Errorf("disable %s: %w", d.ftc.Name, err)
+		}
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -116,6 +148,9 @@ type disabler struct {
 
 	// crd is the federated type's CRD to delete, nil when not deleting it.
 	crd *apiextensionsv1.CustomResourceDefinition
+	// absent says that ftc is not in the host, only the default one of
+	// the type: its CRD is deleted, nothing else is done.
+	absent bool
 }
 
 func (d *disabler) disable(ctx context.Context) error {
@@ -123,6 +158,12 @@ func (d *disabler) disable(ctx context.Context) error {
 		if err := d.planCRDDeletion(ctx); err != nil {
 			return err
 		}
+	}
+	if d.absent {
+		if d.crd == nil {
+			return nil
+		}
+		return d.deleteCRD(ctx)
 	}
 	if err := d.disablePropagation(ctx); err != nil {
 		return err

@@ -123,8 +123,12 @@ func TestDisableFindsTheTypeConfig(t *testing.T) {
 	if err := h.fed.Create(context.Background(), gone); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := h.run(t, "", "disable", "cm"); err == nil || !strings.Contains(err.Error(), "configmaps is not enabled") {
-		t.Errorf("disable of a type not enabled: got %v", err)
+	// As in KubeFed, a type not enabled is no error: disable says so.
+	if out, _, err := h.run(t, "", "disable", "cm"); err != nil || out != "FederatedTypeConfig \"kube-federation-system/configmaps\" does not exist\n" {
+		t.Errorf("disable of a type not enabled: %q, %v", out, err)
+	}
+	if _, _, err := h.run(t, "", "disable", "cm", "--federated-group", "x.example.com"); err == nil || !strings.Contains(err.Error(), "--federated-group is used only with --delete-crd") {
+		t.Errorf("--federated-group without --delete-crd: %v", err)
 	}
 	if _, _, err := h.run(t, "", "disable", "nosuchthings"); err == nil || !strings.Contains(err.Error(), `no FederatedTypeConfig in namespace "kube-federation-system" of host federates "nosuchthings"`) {
 		t.Errorf("disable of an unknown type: got %v", err)
@@ -186,5 +190,29 @@ spec: {}
 	}
 	if ftc := h.ftc(t, "deployments.apps"); ftc == nil || !ftc.PropagationEnabled() || h.crd(t, "federateddeployments.types.kubefed.io") == nil {
 		t.Error("the dry run changed the host")
+	}
+}
+
+// An enable that stopped after the federated CRD leaves it without its FTC;
+// as in KubeFed, disable --delete-crd deletes it all the same.
+func TestDisableDeleteCRDWithoutTypeConfig(t *testing.T) {
+	h := newTypesHost(t)
+	h.controller = true
+	h.mustRun(t, "enable", "deployments.apps")
+	ftc := h.ftc(t, "deployments.apps")
+	ftc.Finalizers = nil
+	if err := h.fed.Update(context.Background(), ftc); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.fed.Delete(context.Background(), ftc); err != nil {
+		t.Fatal(err)
+	}
+	out := h.mustRun(t, "disable", "deployments.apps", "--delete-crd")
+	if !strings.Contains(out, `FederatedTypeConfig "kube-federation-system/deployments.apps" does not exist`) ||
+		!strings.Contains(out, "CustomResourceDefinition federateddeployments.types.kubefed.io deleted in host") {
+		t.Errorf("output:\n%s", out)
+	}
+	if h.crd(t, "federateddeployments.types.kubefed.io") != nil {
+		t.Error("the federated CRD of a type without an FTC was not deleted")
 	}
 }

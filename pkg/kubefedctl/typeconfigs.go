@@ -88,6 +88,15 @@ func typeConfigFor(ftcs []corev1beta1.FederatedTypeConfig, gr schema.GroupResour
 // name; else the type discovery resolves the name to, as target or
 // federated type; else, for a type the host no longer serves, a target
 // named so in the FTC itself.
+// notEnabledError is findTypeConfig's answer for a type the host serves
+// that no FederatedTypeConfig federates.
+type notEnabledError struct {
+	t   apiType
+	err error
+}
+
+func (e *notEnabledError) Error() string { return e.err.Error() }
+
 func findTypeConfig(ctx context.Context, host *cluster, namespace, name string) (*corev1beta1.FederatedTypeConfig, error) {
 	ftcs, err := listTypeConfigs(ctx, host, namespace)
 	if err != nil {
@@ -107,8 +116,8 @@ func findTypeConfig(ctx context.Context, host *cluster, namespace, name string) 
 		if ftc := typeConfigFor(ftcs, t.gvr.GroupResource()); ftc != nil {
 			return ftc, nil
 		}
-		return nil, fmt.Errorf("%s is not enabled: no FederatedTypeConfig in namespace %q of %s federates it (enable it with: kubefedctl enable %s)",
-			t.name(), namespace, host.context, t.name())
+		return nil, &notEnabledError{t: t, err: fmt.Errorf("%s is not enabled: no FederatedTypeConfig in namespace %q of %s federates it (enable it with: kubefedctl enable %s)",
+			t.name(), namespace, host.context, t.name())}
 	}
 	var found []*corev1beta1.FederatedTypeConfig
 	n := strings.ToLower(name)

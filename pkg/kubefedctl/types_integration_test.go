@@ -234,14 +234,14 @@ func TestTypeFederationLocalHost(t *testing.T) {
 	if getObject(ctx, t, dyn, fedDeployGVR, "demo", "web").GetAnnotations()[corev1beta1.OrphanManagedResourcesAnnotation] != "true" {
 		t.Error("FederatedDeployment not annotated")
 	}
-	if out := mustRun("orphaning-deletion", "status", "fdeploy", "web", "-n", "demo"); !strings.Contains(out, "is enabled") {
+	if out := mustRun("orphaning-deletion", "status", "fdeploy", "web", "-n", "demo"); out != "Enabled\n" {
 		t.Errorf("status: %s", out)
 	}
 	mustRun("orphaning-deletion", "disable", "FederatedDeployment", "web", "-n", "demo")
 	if _, ok := getObject(ctx, t, dyn, fedDeployGVR, "demo", "web").GetAnnotations()[corev1beta1.OrphanManagedResourcesAnnotation]; ok {
 		t.Error("annotation not removed")
 	}
-	if out := mustRun("orphaning-deletion", "status", "deployments.apps", "web", "-n", "demo"); !strings.Contains(out, "is disabled") {
+	if out := mustRun("orphaning-deletion", "status", "deployments.apps", "web", "-n", "demo"); out != "Disabled\n" {
 		t.Errorf("status: %s", out)
 	}
 

@@ -25,8 +25,10 @@ type Operation struct {
 // forbiddenPaths identify the object: name and namespace come from the
 // federated object, kind and apiVersion from its FederatedTypeConfig, and a
 // member object whose identity varied per cluster could not be found again.
-// KubeFed allowed /apiVersion (for Ingress moving groups); this project's
-// CRD forbids it, since members are reached through the FTC's one version.
+// KubeFed allowed /apiVersion (for Ingress moving groups); here members
+// are reached through the FTC's one version, so an override of it is
+// refused when applied (ApplyOverridesFailed for that cluster), though the
+// CRD admits it as KubeFed's did, so that KubeFed manifests still apply.
 // Only exact paths are forbidden, as in KubeFed; /metadata as a whole is not.
 var forbiddenPaths = []Pointer{
 	{"metadata", "name"},

@@ -71,6 +71,7 @@ func TestChartInstall(t *testing.T) {
 	} {
 		t.Run(string(in.scope), func(t *testing.T) {
 			cp := installChart(ctx, t, fw, helm, in)
+			cp.checkScopeCannotChange(ctx, t, helm)
 			cp.checkRights(ctx, t)
 			cp.start(ctx, t)
 			cp.checkMemberJoins(ctx, t)
@@ -157,6 +158,26 @@ func installChart(ctx context.Context, t *testing.T, fw *framework.Framework, he
 		t.Fatalf("want the chart's one ServiceAccount in %s, found %d (%v)", in.namespace, len(sas.Items), err)
 	}
 	return &controlPlane{install: in, fw: fw, serviceAccount: sas.Items[0].Name}
+}
+
+// checkScopeCannotChange upgrades the release to the other scope: the
+// chart refuses before anything is applied, and the rights stay those of
+// the installed scope (checkRights, next).
+func (cp *controlPlane) checkScopeCannotChange(ctx context.Context, t *testing.T, helm *helmCLI) {
+	t.Helper()
+	other := corev1beta1.NamespaceScoped
+	if cp.scope == corev1beta1.NamespaceScoped {
+		other = corev1beta1.ClusterScoped
+	}
+	_, err := helm.run("upgrade", cp.release, chartDir, "--namespace", cp.namespace, "--reuse-values",
+		"--kubeconfig", cp.fw.Kubeconfig, "--kube-context", cp.fw.Host.Name, "--set", "global.scope="+string(other))
+	if err == nil || !strings.Contains(err.Error(), "which cannot change") {
+		t.Fatalf("helm upgrade to scope %s: %v, want a refusal naming the KubeFedConfig's scope", other, err)
+	}
+	var cfg corev1beta1.KubeFedConfig
+	if err := cp.fw.Host.Client.Get(ctx, client.ObjectKey{Namespace: cp.namespace, Name: corev1beta1.KubeFedConfigName}, &cfg); err != nil || cfg.Spec.Scope != cp.scope {
+		t.Fatalf("KubeFedConfig after the refused upgrade: %+v, %v", cfg.Spec, err)
+	}
 }
 
 // federationNamespace is a namespace federated objects may live in: any

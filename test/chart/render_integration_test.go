@@ -52,6 +52,9 @@ func TestChartRejectsInvalidValues(t *testing.T) {
 		"kubefedConfig.featureGates.Teleport=Enabled":              "Teleport",
 		"kubefedConfig.statusController.maxConcurrentReconciles=0": "/kubefedConfig/statusController/maxConcurrentReconciles",
 		"controllerManager.leaseFlowSchema.matchingPrecedence=0":   "/controllerManager/leaseFlowSchema/matchingPrecedence",
+		// A typo would install every type, or crash-loop the controllers
+		// with installOnFirstStart.
+		"defaultTypes.exclude[0]=jobs": "/defaultTypes/exclude/0",
 		// With the chart's KubeFedConfig, the first start is never seen.
 		"defaultTypes.installOnFirstStart=true": "defaultTypes.installOnFirstStart needs kubefedConfig.create=false",
 	} {

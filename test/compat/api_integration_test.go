@@ -316,7 +316,7 @@ func TestKubeFedGoClientZeroValuesAreAccepted(t *testing.T) {
 		"FederatedConfigMap": `{"apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedConfigMap",
 			"metadata": {"name": "zero-values", "namespace": "team-a", "creationTimestamp": null},
 			"spec": {"template": {"data": {"a": "b"}}, "placement": {},
-				"overrides": [{"clusterName": "member1", "clusterOverrides": [{"path": "/data/a"}]}]}}`,
+				"overrides": [{"clusterName": "member1", "clusterOverrides": [{"path": "/data/a"}, {"path": "/data/b", "op": ""}]}]}}`,
 	}
 	for kind, doc := range docs {
 		t.Run(kind, func(t *testing.T) {

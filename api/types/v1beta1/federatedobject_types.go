@@ -71,8 +71,9 @@ type ClusterOverride struct {
 	ClusterOverrides []OverrideItem `json:"clusterOverrides,omitempty"`
 }
 
-// OverrideOp is a JSON-patch operation.
-// +kubebuilder:validation:Enum=add;remove;replace
+// OverrideOp is a JSON-patch operation; empty means replace, and is
+// admitted, as KubeFed's pattern ^(add|remove|replace)?$ admitted it.
+// +kubebuilder:validation:Enum=add;remove;replace;""
 type OverrideOp string
 
 const (
