@@ -40,7 +40,9 @@ TYPE is resolved like enable's NAME; the type must be enabled, or
 alone if it is identical, and is an error otherwise.
 
 --contents, with TYPE namespace, federates the namespace and every object
-in it of every enabled namespaced type, except: events, endpoints and
+in it of every enabled namespaced type (with --enable-type, of every
+namespaced type, enabling those with objects there; without it, objects of
+types not enabled are counted in a warning), except: events, endpoints and
 endpointslices; pods and replicasets owned by another object, and objects
 of any type managed by a controller (their owner is federated instead);
 what each cluster creates by itself (ServiceAccount "default", its token
@@ -372,6 +374,49 @@ func (f *federator) collectContents(ctx context.Context, namespace string) error
 				fmt.Fprintf(f.notes, "%s skipped: %s\n", objectRef{Kind: t.kind, Namespace: namespace, Name: obj.GetName()}, why)
 				continue
 			}
+			f.add(ftc, obj)
+		}
+	}
+	return f.collectContentsNotEnabled(ctx, namespace, skip)
+}
+
+// collectContentsNotEnabled deals with the namespace's objects of types no
+// FederatedTypeConfig federates, in the preferred version of each group: as
+// in KubeFed, --enable-type enables the types that have objects and
+// federates them; without it they are named on standard error, rather than
+// left out without a word.
+func (f *federator) collectContentsNotEnabled(ctx context.Context, namespace string, skip []schema.GroupResource) error {
+	for _, t := range f.idx.types {
+		gr := t.gvr.GroupResource()
+		if !t.namespaced || f.idx.preferred[t.gvr.Group] != t.gvr.Version || skippedType(gr, skip) ||
+			typeConfigFor(f.ftcs, gr) != nil || federatable(t) != nil {
+			continue
+		}
+		list, err := f.host.dynamic.Resource(t.gvr).Namespace(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			fmt.Fprintf(f.warn, "Warning: %s objects not looked at: %v\n", t.name(), err)
+			continue
+		}
+		sort.Slice(list.Items, func(a, b int) bool { return list.Items[a].GetName() < list.Items[b].GetName() })
+		var objs []*unstructured.Unstructured
+		for j := range list.Items {
+			if skipContent(gr, &list.Items[j]) == "" {
+				objs = append(objs, &list.Items[j])
+			}
+		}
+		if len(objs) == 0 {
+			continue
+		}
+		if !f.opts.enableType {
+			fmt.Fprintf(f.warn, "Warning: %d %s object(s) in namespace %q not federated: the type is not enabled (pass --enable-type, or kubefedctl enable %s)\n",
+				len(objs), t.name(), namespace, t.name())
+			continue
+		}
+		ftc, err := f.typeConfig(ctx, t)
+		if err != nil {
+			return err
+		}
+		for _, obj := range objs {
 			f.add(ftc, obj)
 		}
 	}

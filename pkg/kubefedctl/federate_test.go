@@ -515,8 +515,14 @@ type: kubernetes.io/dockercfg
 		!strings.Contains(out, "Job demo/nightly-123 skipped: managed by its controller CronJob nightly") {
 		t.Errorf("skips not reported:\n%s", out)
 	}
-	if errOut != "" {
+	// The Widget's type is not enabled: named, not left out without a word.
+	if errOut != "Warning: 1 widgets.example.com object(s) in namespace \"demo\" not federated: the type is not enabled (pass --enable-type, or kubefedctl enable widgets.example.com)\n" {
 		t.Errorf("stderr: %s", errOut)
+	}
+	// With --enable-type, as in KubeFed, its type is enabled and it is federated.
+	if out := h.mustRun(t, "federate", "ns", "demo", "-c", "-t", "-o", "yaml"); !strings.Contains(out, "kind: FederatedWidget") ||
+		!strings.Contains(out, "name: widgets.example.com") {
+		t.Errorf("--contents --enable-type did not federate the Widget:\n%s", out)
 	}
 	pod := h.get(t, schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta1", Resource: "federatedpods"}, "demo", "standalone")
 	if _, found, _ := unstructured.NestedString(pod.Object, "spec", "template", "spec", "nodeName"); found {
