@@ -48,7 +48,9 @@ of any type managed by a controller (their owner is federated instead);
 what each cluster creates by itself (ServiceAccount "default", its token
 Secrets and any ServiceAccount token Secret, ConfigMap "kube-root-ca.crt");
 KubeFed's own types; objects whose names are not valid object names; and
-the types listed in --skip-api-resources.
+the types listed in --skip-api-resources (an API group such as apps skips
+each of its types, and a name the host does not serve is ignored with a
+warning, as in KubeFed).
 
 -o yaml prints the federated objects instead of creating them (with
 --enable-type and a type not yet enabled, preceded by what enable creates).
@@ -129,7 +131,7 @@ func newFederateCommand(g *globalOptions, streams IOStreams) *cobra.Command {
 	flags.StringVarP(&o.filename, "filename", "f", "",
 		"File with the objects to federate instead of TYPE NAME, printed as with -o yaml (as in KubeFed); - reads standard input.")
 	flags.StringSliceVarP(&o.skipAPIResources, "skip-api-resources", "s", nil,
-		"Types --contents leaves out, as names enable accepts, comma-separated (e.g. secrets,deployments.apps).")
+		"Types --contents leaves out, as names enable accepts or API groups, comma-separated (e.g. secrets,deployments.apps or configmaps,apps).")
 	addFederatedTypeFlags(cmd, &o.federatedGroup, &o.federatedVersion)
 	flags.DurationVar(&o.timeout, "timeout", defaultEstablishWait,
 		"With --enable-type, how long to wait for the API server to serve a new federated type.")
@@ -347,10 +349,17 @@ func (f *federator) collectContents(ctx context.Context, namespace string) error
 	var skip []schema.GroupResource
 	for _, s := range f.opts.skipAPIResources {
 		t, err := f.idx.resolve(s, "")
-		if err != nil {
-			return fmt.Errorf("--skip-api-resources: %w", err)
+		switch {
+		case err == nil:
+			skip = append(skip, t.gvr.GroupResource())
+		case f.idx.servesGroup(s):
+			// As in KubeFed, an API group skips each of its types
+			// (--skip-api-resources apps).
+			skip = append(skip, schema.GroupResource{Group: s, Resource: "*"})
+		default:
+			// KubeFed ignored names it did not know; a typo is named.
+			fmt.Fprintf(f.warn, "Warning: --skip-api-resources: %v; ignored\n", err)
 		}
-		skip = append(skip, t.gvr.GroupResource())
 	}
 	for i := range f.ftcs {
 		ftc := &f.ftcs[i]

@@ -538,8 +538,14 @@ type: kubernetes.io/dockercfg
 	if !strings.Contains(out, "FederatedService demo/web created in host") || strings.Count(out, "unchanged in host") != len(want) {
 		t.Errorf("second run:\n%s", out)
 	}
-	if _, _, err := h.run(t, "", "federate", "ns", "demo", "-c", "-s", "nosuchthings"); err == nil || !strings.Contains(err.Error(), "--skip-api-resources") {
-		t.Errorf("unknown skip: got %v", err)
+	// As in KubeFed, an unknown name is ignored (with a warning here), and
+	// an API group skips each of its types.
+	if _, errOut, err := h.run(t, "", "federate", "ns", "demo", "-c", "-s", "nosuchthings", "-o", "yaml"); err != nil || !strings.Contains(errOut, "Warning: --skip-api-resources:") {
+		t.Errorf("unknown skip: %v\n%s", err, errOut)
+	}
+	out = h.mustRun(t, "federate", "ns", "demo", "-c", "-s", "apps,configmaps", "-o", "yaml")
+	if strings.Contains(out, "kind: FederatedDeployment") || strings.Contains(out, "kind: FederatedConfigMap") || !strings.Contains(out, "kind: FederatedSecret") {
+		t.Errorf("-s apps,configmaps:\n%s", out)
 	}
 }
 

@@ -121,6 +121,12 @@ var errTypeNotFound = errors.New("no such API type")
 // the core group wins (as kubectl has "events" mean the core Events);
 // otherwise the name is ambiguous. version picks a version other than the
 // group's preferred one.
+// servesGroup says whether group is a non-core API group the host serves.
+func (x *apiIndex) servesGroup(group string) bool {
+	_, ok := x.preferred[group]
+	return ok && group != ""
+}
+
 func (x *apiIndex) resolve(name, version string) (apiType, error) {
 	n := strings.ToLower(strings.TrimSpace(name))
 	if n == "" {

@@ -150,5 +150,6 @@ func skipContent(gr schema.GroupResource, obj *unstructured.Unstructured) string
 
 // skippedType reports whether federate --contents leaves out a whole type.
 func skippedType(gr schema.GroupResource, skip []schema.GroupResource) bool {
-	return kubefedGroup(gr.Group) || slices.Contains(skippedContentTypes, gr) || slices.Contains(skip, gr)
+	return kubefedGroup(gr.Group) || slices.Contains(skippedContentTypes, gr) || slices.Contains(skip, gr) ||
+		slices.Contains(skip, schema.GroupResource{Group: gr.Group, Resource: "*"})
 }
