@@ -185,6 +185,11 @@ func (d *disabler) disable(ctx context.Context) error {
 		return err
 	}
 	d.out.linef("Type %q disabled", d.ftc.Name)
+	if d.ftc.Labels["app.kubernetes.io/managed-by"] == "Helm" {
+		release := d.ftc.Annotations["meta.helm.sh/release-name"]
+		fmt.Fprintf(d.warn, "Warning: %s was installed by the Helm release %q, whose next upgrade creates it again; add %s to the chart's defaultTypes.exclude to keep it disabled\n",
+			d.ref, release, d.ftc.Name)
+	}
 	return nil
 }
 

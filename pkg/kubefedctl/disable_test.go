@@ -216,3 +216,21 @@ func TestDisableDeleteCRDWithoutTypeConfig(t *testing.T) {
 		t.Error("the federated CRD of a type without an FTC was not deleted")
 	}
 }
+
+// A type the chart installed comes back with the release's next upgrade:
+// disable says so, and how to keep it disabled.
+func TestDisableWarnsOfATypeTheChartInstalled(t *testing.T) {
+	h := newTypesHost(t)
+	h.controller = true
+	h.mustRun(t, "enable", "cm")
+	ftc := h.ftc(t, "configmaps")
+	ftc.Labels = map[string]string{"app.kubernetes.io/managed-by": "Helm"}
+	ftc.Annotations = map[string]string{"meta.helm.sh/release-name": "kubefed"}
+	if err := h.fed.Update(context.Background(), ftc); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, err := h.run(t, "", "disable", "cm")
+	if err != nil || !strings.Contains(errOut, `installed by the Helm release "kubefed"`) || !strings.Contains(errOut, "defaultTypes.exclude") {
+		t.Errorf("disable of a chart's type: %v\n%s", err, errOut)
+	}
+}
