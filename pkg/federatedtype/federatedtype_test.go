@@ -68,8 +68,13 @@ func TestCRDNamesAndScope(t *testing.T) {
 			}
 			item := spec.Properties["overrides"].Items.Schema.Properties["clusterOverrides"].Items.Schema
 			op := item.Properties["op"]
-			if len(op.Enum) != 3 {
-				t.Errorf("override op enum = %d values, want add/remove/replace", len(op.Enum))
+			var ops []string
+			for _, v := range op.Enum {
+				ops = append(ops, string(v.Raw))
+			}
+			// KubeFed's pattern ^(add|remove|replace)?$ admitted "" too.
+			if !slices.Equal(ops, []string{`"add"`, `"remove"`, `"replace"`, `""`}) {
+				t.Errorf("override op enum = %v, want add, remove, replace and \"\"", ops)
 			}
 			if len(item.Properties["path"].XValidations) == 0 {
 				t.Error("override path has no CEL rules")
