@@ -81,6 +81,17 @@ func tfTemplate(src *unstructured.Unstructured) map[string]any {
 	if len(ls) > 0 {
 		tmpl["metadata"] = map[string]any{"labels": ls}
 	}
+	// As in KubeFed: a Namespace's spec.finalizers, the namespace
+	// controller's, and a ServiceAccount's token secrets stay out.
+	switch src.GetKind() {
+	case "Namespace":
+		unstructured.RemoveNestedField(tmpl, "spec", "finalizers")
+		if spec, ok := tmpl["spec"].(map[string]any); ok && len(spec) == 0 {
+			delete(tmpl, "spec")
+		}
+	case "ServiceAccount":
+		delete(tmpl, "secrets")
+	}
 	return tmpl
 }
 
