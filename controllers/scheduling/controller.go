@@ -416,8 +416,11 @@ func (r *Reconciler) schedule(ctx context.Context, rsp *schedulingv1alpha1.Repli
 		}
 		var stop *result
 		namespace, stop, err = r.namespacePlacement(ctx, key.Namespace, now)
-		if stop != nil || err != nil {
-			return *stop, err
+		if err != nil {
+			return result{}, err
+		}
+		if stop != nil {
+			return *stop, nil
 		}
 	}
 

@@ -1,12 +1,17 @@
 package scheduling
 
 import (
+	"context"
+	"errors"
 	"maps"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
 	schedulingv1alpha1 "github.com/kubefed-io/kubefed/api/scheduling/v1alpha1"
@@ -265,5 +270,20 @@ func TestInsufficientCapacityNamesThePreferencesProblem(t *testing.T) {
 	spec := &schedulingv1alpha1.ReplicaSchedulingPreferenceSpec{TotalReplicas: 10}
 	if _, message := scheduledMessage(spec, decide(spec, "ns/web", members, nil, t0, time.Minute)); strings.Contains(message, "spec.clusters") {
 		t.Errorf("message %q", message)
+	}
+}
+
+// A read of the namespaces type that fails is an error to retry, not a
+// crash.
+func TestNamespacePlacementReadErrorIsAnError(t *testing.T) {
+	failing := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+			return errors.New("the host is away")
+		},
+	}).Build()
+	r := &Reconciler{Client: failing, Namespace: "kube-federation-system"}
+	p, stop, err := r.namespacePlacement(context.Background(), "demo", t0)
+	if err == nil || p != nil || stop != nil {
+		t.Fatalf("namespacePlacement = %v, %v, %v; want an error", p, stop, err)
 	}
 }
