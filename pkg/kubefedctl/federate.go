@@ -160,12 +160,16 @@ type federator struct {
 
 	// objects are the federated objects to create, in order.
 	objects []federatedItem
+	// added holds the objects' references, to tell repeats.
+	added map[objectRef]bool
 }
 
 // federatedItem is a federated object and the resource it is created as.
 type federatedItem struct {
 	obj *unstructured.Unstructured
 	gvr schema.GroupVersionResource
+	// twice marks an object an earlier item already federates.
+	twice bool
 }
 
 func (o *federateOptions) run(ctx context.Context, streams IOStreams, args []string, input []byte) error {
@@ -340,7 +344,18 @@ func (f *federator) get(ctx context.Context, t apiType, name string) (*unstructu
 }
 
 func (f *federator) add(ftc *corev1beta1.FederatedTypeConfig, obj *unstructured.Unstructured) {
-	f.objects = append(f.objects, federatedItem{obj: federatedObject(ftc, obj), gvr: gvrOf(ftc.Spec.FederatedType)})
+	fed := federatedObject(ftc, obj)
+	ref := refOf(fed)
+	if f.added == nil {
+		f.added = map[objectRef]bool{}
+	}
+	f.objects = append(f.objects, federatedItem{obj: fed, gvr: gvrOf(ftc.Spec.FederatedType), twice: f.added[ref]})
+	f.added[ref] = true
+}
+
+// twiceError is the error of an item that repeats an earlier one.
+func twiceError(item federatedItem) error {
+	return fmt.Errorf("%s is given twice", refOf(item.obj))
 }
 
 // collectContents adds the objects of a namespace, type by type in the
@@ -497,14 +512,11 @@ func (f *federator) collectFromFile(ctx context.Context, input []byte) error {
 
 // print writes what would be created as a YAML stream.
 func (f *federator) print(w io.Writer) error {
-	seen := map[objectRef]bool{}
 	var twice []error
 	for _, item := range f.objects {
-		ref := refOf(item.obj)
-		if seen[ref] {
-			twice = append(twice, fmt.Errorf("%s is given twice", ref))
+		if item.twice {
+			twice = append(twice, twiceError(item))
 		}
-		seen[ref] = true
 	}
 	if len(twice) > 0 {
 		return errors.Join(twice...)
@@ -534,14 +546,12 @@ func refOf(u *unstructured.Unstructured) objectRef {
 func (f *federator) plan(ctx context.Context) ([]*step, error) {
 	var steps []*step
 	var conflicts []error
-	seen := map[objectRef]bool{}
 	for _, item := range f.objects {
 		obj, ref := item.obj, refOf(item.obj)
-		if seen[ref] {
-			conflicts = append(conflicts, fmt.Errorf("%s is given twice", ref))
+		if item.twice {
+			conflicts = append(conflicts, twiceError(item))
 			continue
 		}
-		seen[ref] = true
 		res := f.host.dynamic.Resource(item.gvr).Namespace(obj.GetNamespace())
 		s := &step{where: f.host, ref: ref}
 		live, err := res.Get(ctx, obj.GetName(), metav1.GetOptions{})
