@@ -494,22 +494,28 @@ func (r *Reconciler) federatedType(ctx context.Context, kind string, now time.Ti
 // watchFederatedType makes changes of the federated objects of gvk
 // reconcile the preference of the same namespace and name.
 func (r *Reconciler) watchFederatedType(gvk schema.GroupVersionKind) error {
+	return r.watchOnce(r.watched, gvk, &handler.TypedEnqueueRequestForObject[*unstructured.Unstructured]{},
+		predicate.NewTypedPredicateFuncs(func(o *unstructured.Unstructured) bool {
+			return r.ObjectNamespace == "" || o.GetNamespace() == r.ObjectNamespace
+		}))
+}
+
+// watchOnce starts watching the objects of gvk through h, unless watched
+// says it was started; generation changes only pass, besides preds.
+func (r *Reconciler) watchOnce(watched map[schema.GroupVersionKind]bool, gvk schema.GroupVersionKind,
+	h handler.TypedEventHandler[*unstructured.Unstructured, reconcile.Request], preds ...predicate.TypedPredicate[*unstructured.Unstructured]) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.watched[gvk] {
+	if watched[gvk] {
 		return nil
 	}
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(gvk)
-	src := source.Kind(r.cache, obj, &handler.TypedEnqueueRequestForObject[*unstructured.Unstructured]{},
-		predicate.NewTypedPredicateFuncs(func(o *unstructured.Unstructured) bool {
-			return r.ObjectNamespace == "" || o.GetNamespace() == r.ObjectNamespace
-		}),
-		predicate.TypedGenerationChangedPredicate[*unstructured.Unstructured]{})
-	if err := r.controller.Watch(src); err != nil {
+	preds = append(preds, predicate.TypedGenerationChangedPredicate[*unstructured.Unstructured]{})
+	if err := r.controller.Watch(source.Kind(r.cache, obj, h, preds...)); err != nil {
 		return fmt.Errorf("watch %s: %w", gvk, err)
 	}
-	r.watched[gvk] = true
+	watched[gvk] = true
 	return nil
 }
 
@@ -566,21 +572,9 @@ func (r *Reconciler) namespacePlacement(ctx context.Context, namespace string, n
 // watchNamespaces starts watching the FederatedNamespaces of kind gvk, once:
 // a change of one reschedules every preference in its namespace.
 func (r *Reconciler) watchNamespaces(gvk schema.GroupVersionKind) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.watchedNamespaces[gvk] {
-		return nil
-	}
-	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(gvk)
-	src := source.Kind(r.cache, obj, handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *unstructured.Unstructured) []reconcile.Request {
+	return r.watchOnce(r.watchedNamespaces, gvk, handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *unstructured.Unstructured) []reconcile.Request {
 		return r.preferencesIn(ctx, o.GetNamespace())
-	}), predicate.TypedGenerationChangedPredicate[*unstructured.Unstructured]{})
-	if err := r.controller.Watch(src); err != nil {
-		return fmt.Errorf("watch %s: %w", gvk, err)
-	}
-	r.watchedNamespaces[gvk] = true
-	return nil
+	}))
 }
 
 // members lists the candidate clusters of a preference, sorted by name,
