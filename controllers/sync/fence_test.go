@@ -116,7 +116,7 @@ func TestATimedOutCreateIsRememberedAsPossiblyWritten(t *testing.T) {
 	if !w.wrote("member1", fed, "h1") {
 		t.Fatal("a create that timed out is not remembered: the next try creates the copy again")
 	}
-	if w.recorded("member1", fed, "h1", "1") {
+	if w.lastWrite("member1", fed).at("h1", "1") {
 		t.Fatal("a possible write is taken for a copy at a known resourceVersion")
 	}
 }

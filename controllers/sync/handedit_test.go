@@ -96,7 +96,7 @@ func TestACopyEditedByHandIsWrittenAgain(t *testing.T) {
 	if _, ok := puts[0]["spec"].(map[string]any)["minReadySeconds"]; ok {
 		t.Errorf("the field added by hand was written back: %v", puts[0]["spec"])
 	}
-	if !w.recorded("member1", fed, hash, "11") {
+	if !w.lastWrite("member1", fed).at(hash, "11") {
 		t.Error("the write is not remembered")
 	}
 }

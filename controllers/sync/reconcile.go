@@ -619,8 +619,9 @@ func (w *typeWorker) adopt(ctx context.Context, fed *unstructured.Unstructured, 
 
 func (w *typeWorker) update(ctx context.Context, fed *unstructured.Unstructured, cluster string, desired map[string]any, hash string, ops []overrides.Operation, current *unstructured.Unstructured, adopting bool) outcome {
 	out := outcome{cluster: cluster, listed: true, remote: w.remoteStatus(current), counts: w.countsOf(current)}
-	if !adopting && (w.recorded(cluster, fed, hash, current.GetResourceVersion()) ||
-		(upToDate(desired, current.Object, hash) && !w.changedByOthers(cluster, fed, hash, current))) {
+	last := w.lastWrite(cluster, fed)
+	if !adopting && (last.at(hash, current.GetResourceVersion()) ||
+		(upToDate(desired, current.Object, hash) && !last.editedSince(hash, current))) {
 		out.checked, out.unobserved = fingerprint(current), !w.observed(current)
 		return out
 	}
@@ -1098,18 +1099,28 @@ func (w *typeWorker) remember(cluster string, fed *unstructured.Unstructured, ha
 	w.writtenMu.Unlock()
 }
 
-// changedByOthers reports whether someone else changed the copy this
-// engine last wrote with hash: its generation moved since (a change of its
-// spec: someone edited it), or, for a kind without a generation, its
-// resourceVersion did. As in KubeFed, such a copy is written again even if
-// it still holds every desired value, so that what was added by hand goes
-// too; a copy this engine has no record of (after a restart) is judged by
-// its values alone.
-func (w *typeWorker) changedByOthers(cluster string, fed *unstructured.Unstructured, hash string, current *unstructured.Unstructured) bool {
+// lastWrite is the record of this engine's last write of fed's copy to the
+// cluster; the zero record, which matches no hash, when there is none.
+func (w *typeWorker) lastWrite(cluster string, fed *unstructured.Unstructured) writeRecord {
 	w.writtenMu.RLock()
-	r, ok := w.written[writeKey{cluster, objectKey(fed)}]
-	w.writtenMu.RUnlock()
-	if !ok || r.hash != hash || r.resourceVersion == "" {
+	defer w.writtenMu.RUnlock()
+	return w.written[writeKey{cluster, objectKey(fed)}]
+}
+
+// at says whether the write was of hash and the copy is still at the
+// resourceVersion it produced.
+func (r writeRecord) at(hash, rv string) bool {
+	return r.hash == hash && r.resourceVersion == rv
+}
+
+// editedSince reports whether someone else changed the copy written with
+// hash: its generation moved since (a change of its spec: someone edited
+// it), or, for a kind without a generation, its resourceVersion did. As in
+// KubeFed, such a copy is written again even if it still holds every
+// desired value, so that what was added by hand goes too; a copy this
+// engine has no record of (after a restart) is judged by its values alone.
+func (r writeRecord) editedSince(hash string, current *unstructured.Unstructured) bool {
+	if r.hash != hash || r.resourceVersion == "" {
 		return false
 	}
 	if r.generation > 0 && current.GetGeneration() > 0 {
@@ -1150,13 +1161,6 @@ func (w *typeWorker) liveCopy(ctx context.Context, cluster, namespace, name stri
 		return nil
 	}
 	return obj
-}
-
-func (w *typeWorker) recorded(cluster string, fed *unstructured.Unstructured, hash, rv string) bool {
-	w.writtenMu.RLock()
-	defer w.writtenMu.RUnlock()
-	r, ok := w.written[writeKey{cluster, objectKey(fed)}]
-	return ok && r.hash == hash && r.resourceVersion == rv
 }
 
 func (w *typeWorker) forget(cluster string, fed *unstructured.Unstructured) {
