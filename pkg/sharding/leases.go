@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,6 +49,46 @@ type leaseStore interface {
 	// update writes l if it still has l's resourceVersion.
 	update(ctx context.Context, l *coordinationv1.Lease) (*coordinationv1.Lease, error)
 	delete(ctx context.Context, name, resourceVersion string) error
+}
+
+// timedLeases bounds every call of a leaseStore. The shard's step makes
+// its Lease calls one after the other: one that hangs (a host apiserver
+// that takes the request and never answers) would hold every renewal
+// behind it, the replica's own included, and keep fences this replica can
+// no longer vouch for from being dropped at their deadline.
+type timedLeases struct {
+	store   leaseStore
+	timeout time.Duration
+}
+
+func (t timedLeases) list(ctx context.Context) ([]coordinationv1.Lease, error) {
+	ctx, cancel := context.WithTimeout(ctx, t.timeout)
+	defer cancel()
+	return t.store.list(ctx)
+}
+
+func (t timedLeases) get(ctx context.Context, name string) (*coordinationv1.Lease, error) {
+	ctx, cancel := context.WithTimeout(ctx, t.timeout)
+	defer cancel()
+	return t.store.get(ctx, name)
+}
+
+func (t timedLeases) create(ctx context.Context, l *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	ctx, cancel := context.WithTimeout(ctx, t.timeout)
+	defer cancel()
+	return t.store.create(ctx, l)
+}
+
+func (t timedLeases) update(ctx context.Context, l *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	ctx, cancel := context.WithTimeout(ctx, t.timeout)
+	defer cancel()
+	return t.store.update(ctx, l)
+}
+
+func (t timedLeases) delete(ctx context.Context, name, resourceVersion string) error {
+	ctx, cancel := context.WithTimeout(ctx, t.timeout)
+	defer cancel()
+	return t.store.delete(ctx, name, resourceVersion)
 }
 
 type kubeLeases struct {

@@ -115,7 +115,8 @@ func New(o Options) (*Shard, error) {
 	if o.Clusters == nil {
 		o.Clusters = func() ([]string, error) { return nil, nil }
 	}
-	return &Shard{o: o, store: kubeLeases{c: o.Client, namespace: o.Namespace}, now: time.Now,
+	store := timedLeases{store: kubeLeases{c: o.Client, namespace: o.Namespace}, timeout: o.LeaseDuration / 3}
+	return &Shard{o: o, store: store, now: time.Now,
 		seen: map[string]seenLease{}, held: map[string]*fence{}}, nil
 }
 
@@ -289,6 +290,7 @@ func (s *Shard) step(ctx context.Context) {
 		}
 		s.renewHeld(ctx)
 		s.loseExpired()
+		publish(s)
 		return
 	}
 	now := s.now()
@@ -319,11 +321,7 @@ func (s *Shard) step(ctx context.Context) {
 		if s.expiredLocked(name, l, now) {
 			if now.Sub(seen[name].at) > 2*duration(l, s.o.LeaseDuration) {
 				// A replica gone for good; its Lease is litter.
-				go func(name, rv string) {
-					ctx, cancel := context.WithTimeout(context.Background(), s.o.LeaseDuration/3)
-					defer cancel()
-					_ = s.store.delete(ctx, name, rv)
-				}(name, l.ResourceVersion)
+				s.deleteLitter(name, l.ResourceVersion)
 			}
 			continue
 		}
@@ -351,6 +349,17 @@ func (s *Shard) step(ctx context.Context) {
 	}
 	s.mu.Lock()
 	s.assigned = Assign(joined, s.live)
+	for name, l := range byName {
+		// The fence of a member that left, which its holder could not
+		// delete (it died first, or the delete failed): litter once no
+		// one has renewed it for twice its duration. The delete holds
+		// only for the version seen, so a fence taken since stays.
+		if l.Labels[LeaseRoleLabel] == RoleFence && !isJoined[l.Annotations[ClusterAnnotation]] &&
+			s.held[l.Annotations[ClusterAnnotation]] == nil &&
+			now.Sub(s.seen[name].at) > 2*duration(l, s.o.LeaseDuration) {
+			s.deleteLitter(name, l.ResourceVersion)
+		}
+	}
 	s.mu.Unlock()
 	for _, c := range s.Held() {
 		if !isJoined[c] {
@@ -371,6 +380,14 @@ func (s *Shard) step(ctx context.Context) {
 	}
 	s.loseExpired()
 	publish(s)
+}
+
+// deleteLitter deletes a Lease no one renews any more, if it is still at
+// resourceVersion, without holding up the step.
+func (s *Shard) deleteLitter(name, resourceVersion string) {
+	go func() {
+		_ = s.store.delete(context.Background(), name, resourceVersion)
+	}()
 }
 
 func duration(l *coordinationv1.Lease, fallback time.Duration) time.Duration {
@@ -601,7 +618,7 @@ func (s *Shard) release(ctx context.Context, c string, remove bool) {
 		_, err = s.store.update(ctx, next)
 	}
 	if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) && ctx.Err() == nil {
-		s.o.Log.Error(err, "freeing the fence of a member cluster; it expires by itself", "cluster", c)
+		s.o.Log.Error(err, "freeing the fence of a member cluster; it expires by itself (a member's that left is deleted later)", "cluster", c)
 	}
 	fenceChanges.WithLabelValues("released").Inc()
 	s.o.Log.Info("handed member cluster over", "cluster", c, "replica", s.o.Identity)

@@ -2,6 +2,7 @@ package sharding
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	dto "github.com/prometheus/client_model/go"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -22,8 +24,10 @@ type memLeases struct {
 	rv     int
 	leases map[string]coordinationv1.Lease
 	writes int
-	// failLists makes list fail, as a host refusing lists (429) would.
-	failLists bool
+	// failLists makes list fail, as a host refusing lists (429) would;
+	// failWrites the same for creates and updates.
+	failLists  bool
+	failWrites bool
 	// loseAnswerOf is a Lease whose next update is written but answered
 	// with a timeout, as a renewal whose answer is lost on the way back.
 	loseAnswerOf string
@@ -59,6 +63,9 @@ func (m *memLeases) get(_ context.Context, name string) (*coordinationv1.Lease, 
 func (m *memLeases) create(_ context.Context, l *coordinationv1.Lease) (*coordinationv1.Lease, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.failWrites {
+		return nil, apierrors.NewTooManyRequests("writes refused", 1)
+	}
 	if _, ok := m.leases[l.Name]; ok {
 		return nil, apierrors.NewAlreadyExists(leaseGR, l.Name)
 	}
@@ -73,6 +80,9 @@ func (m *memLeases) create(_ context.Context, l *coordinationv1.Lease) (*coordin
 func (m *memLeases) update(_ context.Context, l *coordinationv1.Lease) (*coordinationv1.Lease, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.failWrites {
+		return nil, apierrors.NewTooManyRequests("writes refused", 1)
+	}
 	cur, ok := m.leases[l.Name]
 	if !ok {
 		return nil, apierrors.NewNotFound(leaseGR, l.Name)
@@ -615,4 +625,118 @@ func TestLeaveDeletesOnlyTheLeaseItWrote(t *testing.T) {
 	if f.store.holder(ReplicaLeaseName("a")) != "a" {
 		t.Fatal("the replaced shard deleted the Lease its replacement had taken over")
 	}
+}
+
+// A fence whose member left while its holder was gone (killed before it
+// could delete it) is deleted by the replicas still running once no one
+// has renewed it for twice its duration; a fence of a joined member whose
+// holder died is taken over, not deleted.
+func TestAFenceLeftBehindByADeadHolderIsDeleted(t *testing.T) {
+	f := newFleet(t, []string{"member1", "member2"}, "a", "b")
+	f.settle([]string{"a", "b"})
+	dead := f.owners()["member2"]
+	f.stopped[dead] = true
+	f.clusters = []string{"member1"}
+	gone := FenceLeaseName("member2")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		f.tick()
+		f.store.mu.Lock()
+		_, ok := f.store.leases[gone]
+		f.store.mu.Unlock()
+		if !ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the fence of member2, left by %s, is still there at %s", dead, f.clock.now().Format(time.TimeOnly))
+		}
+		time.Sleep(time.Millisecond) // the delete runs on its own goroutine
+	}
+	if f.store.holder(FenceLeaseName("member1")) == "" {
+		t.Error("the fence of a joined member was deleted or freed")
+	}
+}
+
+// Every Lease call the shard makes is bounded: one the host never answers
+// returns an error instead of holding the step, and the renewals behind it.
+func TestLeaseCallsAreBounded(t *testing.T) {
+	st := timedLeases{store: hangingLeases{}, timeout: 10 * time.Millisecond}
+	ctx := context.Background()
+	l := &coordinationv1.Lease{}
+	_, errList := st.list(ctx)
+	_, errGet := st.get(ctx, "x")
+	_, errCreate := st.create(ctx, l)
+	_, errUpdate := st.update(ctx, l)
+	errDelete := st.delete(ctx, "x", "")
+	for i, err := range []error{errList, errGet, errCreate, errUpdate, errDelete} {
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("call %d: %v, want the deadline exceeded", i, err)
+		}
+	}
+	s, err := New(Options{Identity: "a", LeaseDuration: 15 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ts, ok := s.store.(timedLeases); !ok || ts.timeout != 5*time.Second {
+		t.Errorf("the shard's store is %#v, want its calls bounded by a third of the Lease duration", s.store)
+	}
+}
+
+// hangingLeases answers nothing until the call's context ends.
+type hangingLeases struct{}
+
+func (hangingLeases) list(ctx context.Context) ([]coordinationv1.Lease, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func (hangingLeases) get(ctx context.Context, _ string) (*coordinationv1.Lease, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func (hangingLeases) create(ctx context.Context, _ *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func (hangingLeases) update(ctx context.Context, _ *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func (hangingLeases) delete(ctx context.Context, _, _ string) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// The metrics follow the fences dropped while the Leases cannot be read.
+func TestFencesLostWhileListsFailAreNoLongerCounted(t *testing.T) {
+	f := newFleet(t, names("member", 3), "a")
+	f.settle([]string{"a"})
+	if got := gauge(t, heldClusters); got != 3 {
+		t.Fatalf("kubefed_shard_clusters %v, want 3", got)
+	}
+	f.store.refuseLists(true)
+	f.store.mu.Lock()
+	f.store.failWrites = true
+	f.store.mu.Unlock()
+	for range 10 { // 20 s, past the Lease duration
+		f.tick()
+	}
+	if f.shards["a"].Holds("member1") {
+		t.Fatal("a still holds a fence it could not renew")
+	}
+	if got := gauge(t, heldClusters); got != 0 {
+		t.Errorf("kubefed_shard_clusters %v after every fence was lost, want 0", got)
+	}
+}
+
+func gauge(t *testing.T, g interface{ Write(*dto.Metric) error }) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := g.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetGauge().GetValue()
 }
