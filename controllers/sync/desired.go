@@ -47,7 +47,8 @@ type templateProblems struct {
 // desiredObject builds the object for one member from a federated object:
 // its template, with the federated object's name and namespace, the target
 // type's apiVersion and kind, the managed label and the cluster's
-// overrides. Of the template's metadata only labels are kept, as in KubeFed.
+// overrides. Of the template's metadata only labels are kept, as in KubeFed
+// (and empty annotations, which KubeFed kept too, for the overrides).
 // It also returns the object's hash, stored in HashAnnotation.
 func desiredObject(fed map[string]any, name, namespace string, t targetType, ops []overrides.Operation) (map[string]any, string, error) {
 	obj, err := renderTemplate(fed, name, namespace, t)
@@ -89,7 +90,8 @@ func retainedObject(fed map[string]any, name, namespace string, t targetType, op
 }
 
 // renderTemplate is the template as an object of the target type, named
-// as the federated object, with the template's labels and no other metadata.
+// as the federated object, with the template's labels (and its annotations
+// when empty) and no other metadata.
 func renderTemplate(fed map[string]any, name, namespace string, t targetType) (map[string]any, error) {
 	obj := map[string]any{}
 	if spec, ok := fed["spec"].(map[string]any); ok {
@@ -105,8 +107,14 @@ func renderTemplate(fed map[string]any, name, namespace string, t targetType) (m
 		md["namespace"] = namespace
 	}
 	if tmd, ok := obj["metadata"].(map[string]any); ok {
-		if l, ok := tmd["labels"].(map[string]any); ok && len(l) > 0 {
+		// As in KubeFed, the labels are kept, and the annotations only
+		// when there are none (checkTemplate reports the others): an empty
+		// map stays, so that an override can add a key to it.
+		if l, ok := tmd["labels"].(map[string]any); ok {
 			md["labels"] = l
+		}
+		if a, ok := tmd["annotations"].(map[string]any); ok && len(a) == 0 {
+			md["annotations"] = a
 		}
 	}
 	obj["metadata"] = md
@@ -134,6 +142,11 @@ func finishObject(obj map[string]any, name, namespace string, t targetType, ops 
 	md["name"] = name
 	if t.namespaced {
 		md["namespace"] = namespace
+	}
+	if a, ok := md["annotations"].(map[string]any); ok && len(a) == 0 {
+		// An empty map the template kept for the overrides is not part of
+		// the object: its hash is that of the same template without it.
+		delete(md, "annotations")
 	}
 	if t.gk == (schema.GroupKind{Kind: "Secret"}) {
 		if err := foldStringData(obj); err != nil {

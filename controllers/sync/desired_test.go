@@ -356,3 +356,50 @@ func TestRetainedFieldsCanBeOverridden(t *testing.T) {
 		t.Errorf("spec.replicas = %v, want the member's 3", r)
 	}
 }
+
+// As in KubeFed, a template's empty labels and annotations stay for the
+// overrides, which can then add a key to them; without overrides the empty
+// annotations change neither the object nor its hash.
+func TestEmptyTemplateMapsTakeOverrides(t *testing.T) {
+	fed := fedDeployment()
+	md := fed["spec"].(map[string]any)["template"].(map[string]any)["metadata"].(map[string]any)
+	delete(md, "annotations")
+	delete(md, "labels")
+	_, plain, err := desiredObject(fed, "web", "demo", deploymentType, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md["labels"] = map[string]any{}
+	md["annotations"] = map[string]any{}
+	d, hash, err := desiredObject(fed, "web", "demo", deploymentType, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hash != plain {
+		t.Fatal("empty template labels and annotations changed the hash")
+	}
+	if ann := d["metadata"].(map[string]any)["annotations"].(map[string]any); len(ann) != 1 {
+		t.Fatalf("annotations: %v", ann)
+	}
+	fed["spec"].(map[string]any)["overrides"] = []any{map[string]any{
+		"clusterName": "c1",
+		"clusterOverrides": []any{
+			map[string]any{"path": "/metadata/annotations/team", "op": "add", "value": "a"},
+			map[string]any{"path": "/metadata/labels/tier", "op": "add", "value": "web"},
+		},
+	}}
+	d, _, err = desiredObject(fed, "web", "demo", deploymentType, mustOps(t, fed, "c1"))
+	if err != nil {
+		t.Fatalf("an override adding to the template's empty maps: %v", err)
+	}
+	got := d["metadata"].(map[string]any)
+	if got["annotations"].(map[string]any)["team"] != "a" || got["labels"].(map[string]any)["tier"] != "web" ||
+		got["labels"].(map[string]any)["kubefed.io/managed"] != "true" {
+		t.Fatalf("metadata: %v", got)
+	}
+	// Without the empty maps, as in KubeFed, there is nothing to add to.
+	delete(md, "annotations")
+	if _, _, err := desiredObject(fed, "web", "demo", deploymentType, mustOps(t, fed, "c1")); err == nil {
+		t.Fatal("adding a key to absent annotations must fail")
+	}
+}
