@@ -548,6 +548,23 @@ func (e *Engine) PeerMessage(from string, body []byte) error {
 	if err := json.Unmarshal(body, &m); err != nil {
 		return fmt.Errorf("a message from replica %q: %w", from, err)
 	}
+	// A message is taken whole or refused, so that the sender writes what
+	// it carried itself at once (undelivered) instead of waiting for word
+	// that does not come: refused while this replica's engine stopped (its
+	// controllers restart) or does not run a type the message names yet.
+	if e.ctx == nil || e.ctx.Err() != nil {
+		return fmt.Errorf("a message from replica %q: this replica's engine is not running", from)
+	}
+	for _, ev := range m.Events {
+		if e.worker(ev.Type) == nil {
+			return fmt.Errorf("a message from replica %q: type %q does not run here", from, ev.Type)
+		}
+	}
+	for _, r := range m.Reports {
+		if e.worker(r.Type) == nil {
+			return fmt.Errorf("a message from replica %q: type %q does not run here", from, r.Type)
+		}
+	}
 	// Events first: a report can bring the status write that records
 	// them.
 	for _, ev := range m.Events {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -387,5 +388,40 @@ func TestPeerTablesForgetObjectsGone(t *testing.T) {
 	}
 	if _, ok := w.peerSent["ns/gone"]; ok || len(w.peerSent) != 1 {
 		t.Errorf("sent after the sweep: %v, want ns/there alone", slices.Collect(maps.Keys(w.peerSent)))
+	}
+}
+
+// A message naming a type this replica does not run, or sent to an engine
+// that stopped, is refused whole, so that its sender writes what it carried
+// at once instead of having it dropped after a 204.
+func TestAPeerMessageIsTakenWholeOrRefused(t *testing.T) {
+	w := peerWorker("r1", "r1")
+	ctx, cancel := context.WithCancel(context.Background())
+	w.e.ctx = ctx
+	w.e.workers = map[string]*typeWorker{"federatedconfigmaps": w}
+	body, err := json.Marshal(peerMessage{Reports: []peerReport{
+		{Type: "federatedconfigmaps", Key: "ns/x", UID: "uid-1", Clusters: []string{"b"}},
+		{Type: "federatedwidgets", Key: "ns/y", UID: "uid-2", Clusters: []string{"b"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.e.PeerMessage("r2", body); err == nil || !strings.Contains(err.Error(), "federatedwidgets") {
+		t.Fatalf("a report of a type not run here: %v, want an error naming the type", err)
+	}
+	if len(w.peerIn) != 0 {
+		t.Fatalf("a refused message's reports were taken: %v", w.peerIn)
+	}
+	events, err := json.Marshal(peerMessage{Events: []peerEvent{{Type: "federatedwidgets", Name: "y"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.e.PeerMessage("r2", events); err == nil {
+		t.Fatal("an event of a type not run here was taken")
+	}
+	cancel()
+	none, _ := json.Marshal(peerMessage{})
+	if err := w.e.PeerMessage("r2", none); err == nil || !strings.Contains(err.Error(), "not running") {
+		t.Fatalf("a message to a stopped engine: %v, want it refused", err)
 	}
 }
