@@ -6,10 +6,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -31,6 +34,12 @@ const (
 	// agentTemplateHashAnnotation records the pod template join wrote, so
 	// that a re-run tells its own template from the API server's defaults.
 	agentTemplateHashAnnotation = "kubefed.io/agent-template-hash"
+	// agentHostSecretHashAnnotation on the pod template fingerprints the
+	// content of the Secret AgentHostSecret, never the content itself. The
+	// agent reads its host kubeconfig once, at start: a join that rewrites
+	// the Secret (another token, server or CA) changes the template with it
+	// and so rolls the Deployment, and the new Pods read the new kubeconfig.
+	agentHostSecretHashAnnotation = "kubefed.io/agent-host-secret-hash"
 )
 
 // releaseVersion matches the versions of release builds (v1.2.3,
@@ -148,44 +157,100 @@ func templateHash(t *corev1.PodTemplateSpec) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// desiredAgentDeployment is join's agent Deployment for this registration.
-func (j *joiner) desiredAgentDeployment() *appsv1.Deployment {
+// secretDataHash fingerprints a Secret's data, keys and values.
+func secretDataHash(data map[string][]byte) string {
+	h := sha256.New()
+	for _, k := range slices.Sorted(maps.Keys(data)) {
+		// Lengths first, so that no two different maps read the same.
+		fmt.Fprintf(h, "%d:%s%d:", len(k), k, len(data[k]))
+		h.Write(data[k])
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+// desiredAgentDeployment is join's agent Deployment for this registration,
+// its Pods started with the Secret AgentHostSecret of hash hostSecretHash
+// (none when it is not known, as in a dry run).
+func (j *joiner) desiredAgentDeployment(hostSecretHash string) *appsv1.Deployment {
 	d := AgentDeployment(j.reg.clusterName, j.reg.namespace, j.reg.serviceAccountName(), j.opts.agentImage, j.reg.labels())
+	if hostSecretHash != "" {
+		d.Spec.Template.Annotations = map[string]string{agentHostSecretHashAnnotation: hostSecretHash}
+	}
 	d.Annotations = map[string]string{agentTemplateHashAnnotation: templateHash(&d.Spec.Template)}
 	return d
 }
 
+// syncAgentDeployment gives live desired's labels and, when join's
+// template differs from the one it wrote last, desired's pod template;
+// replicas someone scaled stay as they are. It reports whether live
+// changed.
+func syncAgentDeployment(live, desired *appsv1.Deployment) bool {
+	changed := mergeLabels(live, desired.Labels)
+	want := desired.Annotations[agentTemplateHashAnnotation]
+	if live.Annotations[agentTemplateHashAnnotation] == want {
+		return changed
+	}
+	if live.Annotations == nil {
+		live.Annotations = map[string]string{}
+	}
+	live.Annotations[agentTemplateHashAnnotation] = want
+	live.Spec.Template = desired.Spec.Template
+	return true
+}
+
 // planAgentDeployment plans the agent's Deployment in the member. A re-run
-// with another image rolls it; replicas someone scaled stay as they are.
+// with another image, or one that rewrote the agent's host kubeconfig,
+// rolls it. The Secret's content is only known once its step ran, so the
+// Deployment is compared again then; until then (and so in a dry run) the
+// Secret is taken to stay as the running Pods have it.
 func (j *joiner) planAgentDeployment(ctx context.Context) (*step, error) {
-	desired := j.desiredAgentDeployment()
-	return applyPlan[*appsv1.Deployment]{
-		where:   j.mem,
-		client:  j.mem.kube.AppsV1().Deployments(j.reg.namespace),
-		ref:     objectRef{Kind: "Deployment", Namespace: j.reg.namespace, Name: AgentDeploymentName},
-		desired: desired,
-		sync: func(live, desired *appsv1.Deployment) syncResult {
-			want := desired.Annotations[agentTemplateHashAnnotation]
-			if live.Annotations[agentTemplateHashAnnotation] == want {
-				return inSync
+	ref := objectRef{Kind: "Deployment", Namespace: j.reg.namespace, Name: AgentDeploymentName}
+	deployments := j.mem.kube.AppsV1().Deployments(j.reg.namespace)
+	s := &step{where: j.mem, ref: ref, action: actionCreated, run: func(ctx context.Context, s *step) error {
+		desired := j.desiredAgentDeployment(j.agentHostSecretHash)
+		live, err := deployments.Get(ctx, AgentDeploymentName, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			if _, err := deployments.Create(ctx, desired, metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("create %s in %s: %w", ref, j.mem.context, err)
 			}
-			if live.Annotations == nil {
-				live.Annotations = map[string]string{}
-			}
-			live.Annotations[agentTemplateHashAnnotation] = want
-			live.Spec.Template = desired.Spec.Template
-			return needsUpdate
-		},
-		reg:      j.reg,
-		takeOver: !j.opts.errorOnExisting,
-		absent:   j.namespaceTerminating,
-	}.plan(ctx)
+			s.action = actionCreated
+			return nil
+		case err != nil:
+			return fmt.Errorf("get %s in %s: %w", ref, j.mem.context, err)
+		case !syncAgentDeployment(live, desired):
+			s.action = actionUnchanged
+			return nil
+		}
+		s.action = actionConfigured
+		if _, err := deployments.Update(ctx, live, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("update %s in %s: %w", ref, j.mem.context, err)
+		}
+		return nil
+	}}
+	if j.namespaceTerminating {
+		return s, nil
+	}
+	live, err := deployments.Get(ctx, AgentDeploymentName, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return s, nil
+	case err != nil:
+		return nil, fmt.Errorf("get %s in %s: %w", ref, j.mem.context, err)
+	case j.opts.errorOnExisting && !j.reg.createdForRegistration(live.Labels):
+		return nil, existingObjectError(ref, j.mem, j.reg)
+	}
+	s.action = actionUnchanged
+	if syncAgentDeployment(live, j.desiredAgentDeployment(live.Spec.Template.Annotations[agentHostSecretHashAnnotation])) {
+		s.action = actionConfigured
+	}
+	return s, nil
 }
 
 // printAgentManifest writes the agent's Deployment as YAML, for a dry run
 // or a user who applies it by other means.
 func (j *joiner) printAgentManifest() error {
-	d := j.desiredAgentDeployment()
+	d := j.desiredAgentDeployment("")
 	raw, err := yaml.Marshal(d)
 	if err != nil {
 		return fmt.Errorf("render the agent's Deployment: %w", err)

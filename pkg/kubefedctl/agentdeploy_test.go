@@ -88,6 +88,64 @@ func TestJoinPullInstallsTheAgent(t *testing.T) {
 	}
 }
 
+// The agent reads its host kubeconfig once: a re-run of join that writes
+// the Secret anew (here the host's token for the agent was rotated) rolls
+// the Deployment, whose pod template carries a fingerprint of the Secret,
+// not the Secret; a re-run that leaves the Secret as it is leaves the
+// Deployment too.
+func TestJoinPullRollsTheAgentWhenItsHostKubeconfigChanges(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	w.mustRun(t, "join", "member1", "--mode", "pull")
+	fingerprint := func() string {
+		t.Helper()
+		d := agentDeploymentOf(t, w.member)
+		for k, v := range d.Spec.Template.Annotations {
+			if strings.Contains(v, "token") {
+				t.Errorf("pod template annotation %s holds the Secret's content: %q", k, v)
+			}
+		}
+		return d.Spec.Template.Annotations[agentHostSecretHashAnnotation]
+	}
+	first := fingerprint()
+	if first == "" {
+		t.Fatal("the pod template has no fingerprint of the agent's host kubeconfig")
+	}
+	out := w.mustRun(t, "join", "member1", "--mode", "pull", "--error-on-existing=false")
+	if !strings.Contains(out, "Deployment kube-federation-system/kubefed-agent unchanged in member1\n") || fingerprint() != first {
+		t.Errorf("a re-run that changed nothing rolled the agent:\n%s", out)
+	}
+
+	agentToken := registration{clusterName: "member1", hostClusterName: "host", namespace: testNamespace}.agentRegistration().tokenSecretName()
+	token, err := w.host.kube.CoreV1().Secrets(testNamespace).Get(ctx, agentToken, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token.Data[tokenKey] = []byte("rotated-token")
+	if _, err := w.host.kube.CoreV1().Secrets(testNamespace).Update(ctx, token, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out = w.mustRun(t, "join", "member1", "--mode", "pull", "--error-on-existing=false")
+	for _, want := range []string{
+		"Secret kube-federation-system/" + AgentHostSecret + " configured in member1\n",
+		"Deployment kube-federation-system/kubefed-agent configured in member1\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("re-run output lacks %q:\n%s", want, out)
+		}
+	}
+	if got := fingerprint(); got == first || got == "" {
+		t.Errorf("fingerprint %q after the Secret changed, %q before", got, first)
+	}
+	secret, err := w.member.kube.CoreV1().Secrets(testNamespace).Get(ctx, AgentHostSecret, metav1.GetOptions{})
+	if err != nil || !strings.Contains(string(secret.Data[AgentHostKubeconfigKey]), "rotated-token") {
+		t.Fatalf("the agent's host kubeconfig was not rewritten: %v", err)
+	}
+	if got := agentDeploymentOf(t, w.member).Annotations[agentTemplateHashAnnotation]; got != templateHash(&agentDeploymentOf(t, w.member).Spec.Template) {
+		t.Errorf("template hash %s does not match the template written", got)
+	}
+}
+
 // Without --install-agent join writes credentials only and says how to
 // run the agent; a Deployment of that name that join did not create is
 // refused rather than overwritten, and survives unjoin.

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -205,6 +206,9 @@ type joiner struct {
 	// hostSecretCreated is set when this run created the host Secret, so
 	// that it is removed again if the KubeFedCluster cannot be created.
 	hostSecretCreated bool
+	// agentHostSecretHash fingerprints the agent's host kubeconfig Secret
+	// as written, for the agent's Deployment.
+	agentHostSecretHash string
 }
 
 func (j *joiner) join(ctx context.Context) error {
@@ -803,18 +807,29 @@ func (j *joiner) planKubeFedCluster() *step {
 			return err
 		}}
 	}
-	live := j.existing
+	key := client.ObjectKeyFromObject(j.existing)
 	return &step{where: j.host, ref: ref, action: actionConfigured, run: func(ctx context.Context, s *step) error {
-		before := live.DeepCopy()
-		mergeLabels(live, j.reg.labels())
-		j.applySpec(&live.Spec)
-		if equality.Semantic.DeepEqual(before.Spec, live.Spec) && equality.Semantic.DeepEqual(before.Labels, live.Labels) {
-			s.action = actionUnchanged
-			return nil
-		}
-		// Only the fields join owns change; user labels that drive
-		// placement and the other spec fields are kept.
-		if err := j.host.fed.Update(ctx, live); err != nil {
+		// The cluster controller writes the status at least once a
+		// minute, so the copy read while planning may be stale by now:
+		// each try reads it afresh.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			live := &corev1beta1.KubeFedCluster{}
+			if err := j.host.fed.Get(ctx, key, live); err != nil {
+				return err
+			}
+			before := live.DeepCopy()
+			mergeLabels(live, j.reg.labels())
+			j.applySpec(&live.Spec)
+			if equality.Semantic.DeepEqual(before.Spec, live.Spec) && equality.Semantic.DeepEqual(before.Labels, live.Labels) {
+				s.action = actionUnchanged
+				return nil
+			}
+			s.action = actionConfigured
+			// Only the fields join owns change; user labels that drive
+			// placement and the other spec fields are kept.
+			return j.host.fed.Update(ctx, live)
+		})
+		if err != nil {
 			return fmt.Errorf("update %s in %s: %w", ref, j.host.context, err)
 		}
 		return nil

@@ -105,14 +105,16 @@ func (j *joiner) planPull(ctx context.Context) ([]*step, error) {
 	if j.opts.installAgent {
 		add(j.planAgentDeployment(ctx))
 	}
+	plan.steps = append(plan.steps, j.planKubeFedCluster())
 	// The host Secret of an earlier push join: the host keeps no
-	// credential of a Pull-mode member.
+	// credential of a Pull-mode member. It goes once the KubeFedCluster is
+	// in Pull mode: should that switch fail, the cluster is still pushed to
+	// and still needs it.
 	if j.existing != nil && j.existing.Spec.SecretRef.Name != "" {
 		add(planDelete(ctx, j.host, j.host.kube.CoreV1().Secrets(j.reg.namespace),
 			objectRef{Kind: "Secret", Namespace: j.reg.namespace, Name: j.existing.Spec.SecretRef.Name},
 			func(s *corev1.Secret) bool { return !j.reg.createdForRegistration(s.Labels) }))
 	}
-	plan.steps = append(plan.steps, j.planKubeFedCluster())
 	if len(plan.errs) > 0 {
 		return nil, errors.Join(plan.errs...)
 	}
@@ -215,6 +217,7 @@ func (j *joiner) planAgentHostSecret(ctx context.Context, agent *joiner) (*step,
 			Type:       corev1.SecretTypeOpaque,
 			Data:       map[string][]byte{AgentHostKubeconfigKey: kubeconfig},
 		}
+		j.agentHostSecretHash = secretDataHash(desired.Data)
 		live, err := secrets.Get(ctx, AgentHostSecret, metav1.GetOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("get %s in %s: %w", ref, j.mem.context, err)
@@ -240,7 +243,7 @@ func (j *joiner) planAgentHostSecret(ctx context.Context, agent *joiner) (*step,
 }
 
 // agentKubeconfig reaches the host as the user's kubeconfig does (server,
-// CA, proxy), authenticated by the agent's token alone.
+// CA, TLS server name, proxy), authenticated by the agent's token alone.
 func agentKubeconfig(host *cluster, token []byte) ([]byte, error) {
 	if len(token) == 0 {
 		return nil, fmt.Errorf("the host issued no token for the agent")
@@ -249,6 +252,7 @@ func agentKubeconfig(host *cluster, token []byte) ([]byte, error) {
 	c := clientcmdapi.NewCluster()
 	c.Server = host.server
 	c.CertificateAuthorityData = host.caData
+	c.TLSServerName = host.serverName
 	c.InsecureSkipTLSVerify = host.insecure
 	c.ProxyURL = host.proxyURL
 	cfg.Clusters["host"] = c

@@ -2,13 +2,18 @@ package kubefedctl
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
 )
@@ -127,4 +132,66 @@ func TestJoinPullWarnsOfAnInsecureHostContext(t *testing.T) {
 	if !strings.Contains(errOut, `context "host" skips TLS verification`) {
 		t.Errorf("no warning on stderr: %q", errOut)
 	}
+}
+
+// Moving a member from push to pull: the KubeFedCluster is switched on a
+// fresh read, as the cluster controller writes its status meanwhile, and
+// the push host Secret goes only once the switch is done; a switch that
+// fails leaves the Secret the still Push-mode KubeFedCluster refers to.
+func TestJoinPullFromPushSwitchesTheClusterBeforeDroppingItsSecret(t *testing.T) {
+	t.Run("status written meanwhile", func(t *testing.T) {
+		w := newWorld(t)
+		w.mustRun(t, "join", "member1")
+		pushSecret := w.hostSecret(t).Name
+		statusWritten := false
+		w.host.cluster.fed = interceptor.NewClient(w.host.fed, interceptor.Funcs{
+			Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+				if _, ok := obj.(*corev1beta1.KubeFedCluster); ok && !statusWritten {
+					// The cluster controller's probe lands between join's
+					// read and its write.
+					statusWritten = true
+					fresh := &corev1beta1.KubeFedCluster{}
+					if err := c.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
+						return err
+					}
+					fresh.Status.KubernetesVersion = "v1.31.0"
+					if err := c.Update(ctx, fresh); err != nil {
+						return err
+					}
+				}
+				return c.Update(ctx, obj, opts...)
+			},
+		})
+		w.mustRun(t, "join", "member1", "--mode", "pull", "--install-agent=false", "--error-on-existing=false")
+		kfc := getKFC(t, w.host, "member1")
+		if !kfc.PullMode() || kfc.Spec.SecretRef.Name != "" || kfc.Status.KubernetesVersion != "v1.31.0" {
+			t.Errorf("KubeFedCluster mode %q, secretRef %q, status version %q", kfc.Spec.Mode, kfc.Spec.SecretRef.Name, kfc.Status.KubernetesVersion)
+		}
+		if _, err := w.host.kube.CoreV1().Secrets(testNamespace).Get(context.Background(), pushSecret, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("the push host Secret %s outlived the switch to pull: %v", pushSecret, err)
+		}
+	})
+	t.Run("switch fails", func(t *testing.T) {
+		w := newWorld(t)
+		w.mustRun(t, "join", "member1")
+		pushSecret := w.hostSecret(t).Name
+		w.host.cluster.fed = interceptor.NewClient(w.host.fed, interceptor.Funcs{
+			Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+				if _, ok := obj.(*corev1beta1.KubeFedCluster); ok {
+					return apierrors.NewForbidden(schema.GroupResource{Group: "core.kubefed.io", Resource: "kubefedclusters"}, obj.GetName(), errors.New("denied"))
+				}
+				return c.Update(ctx, obj, opts...)
+			},
+		})
+		if _, _, err := w.run(t, "join", "member1", "--mode", "pull", "--install-agent=false", "--error-on-existing=false"); err == nil {
+			t.Fatal("join succeeded though the KubeFedCluster could not be switched")
+		}
+		kfc := getKFC(t, w.host, "member1")
+		if kfc.PullMode() || kfc.Spec.SecretRef.Name != pushSecret {
+			t.Errorf("KubeFedCluster mode %q, secretRef %q", kfc.Spec.Mode, kfc.Spec.SecretRef.Name)
+		}
+		if _, err := w.host.kube.CoreV1().Secrets(testNamespace).Get(context.Background(), pushSecret, metav1.GetOptions{}); err != nil {
+			t.Errorf("the Push-mode KubeFedCluster lost its Secret %s: %v", pushSecret, err)
+		}
+	})
 }

@@ -34,6 +34,9 @@ type cluster struct {
 	server string
 	// caData is the PEM bundle the kubeconfig trusts for server, if any.
 	caData []byte
+	// serverName is the kubeconfig's tls-server-name for the context: the
+	// name server's certificate is verified against, if not its host.
+	serverName string
 	// insecure is set when the kubeconfig skips TLS verification.
 	insecure bool
 	// proxyURL is the kubeconfig's proxy-url for the context, if any.
@@ -142,11 +145,12 @@ func (k *kubeconfigConnector) connect(contextName string) (*cluster, error) {
 		return nil, fmt.Errorf("kubeconfig context %q: read TLS files: %w", contextName, err)
 	}
 	c := &cluster{
-		context:   contextName,
-		server:    cfg.Host,
-		caData:    tls.CAData,
-		insecure:  cfg.Insecure,
-		namespace: kctx.Namespace,
+		context:    contextName,
+		server:     cfg.Host,
+		caData:     tls.CAData,
+		serverName: cfg.ServerName,
+		insecure:   cfg.Insecure,
+		namespace:  kctx.Namespace,
 	}
 	if kc, ok := raw.Clusters[kctx.Cluster]; ok {
 		c.proxyURL = kc.ProxyURL

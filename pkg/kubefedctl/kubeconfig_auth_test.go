@@ -1,14 +1,21 @@
 package kubefedctl
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/pem"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // A member answers the token check with what its API server would: 401
@@ -66,5 +73,56 @@ func TestATokenIsAcceptedUnlessTheMemberAnswersUnauthorized(t *testing.T) {
 	}}
 	if _, err := tokenAccepted(context.Background(), c, []byte("t")); err == nil || !strings.Contains(err.Error(), `"member1"`) {
 		t.Errorf("a 500 answer: %v, want an error naming the cluster", err)
+	}
+}
+
+// The agent reaches the host as the user's kubeconfig does: a
+// tls-server-name there (a server reached by IP or through a tunnel whose
+// certificate names another host) goes into the agent's kubeconfig, which
+// otherwise fails verification against the server's address.
+func TestAgentKubeconfigKeepsTheTLSServerName(t *testing.T) {
+	srv := httptest.NewTLSServer(http.NotFoundHandler())
+	srv.Close()
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	raw := `apiVersion: v1
+kind: Config
+clusters:
+- name: host
+  cluster:
+    server: https://10.0.0.1:6443
+    tls-server-name: api.host.example
+    certificate-authority-data: ` + base64.StdEncoding.EncodeToString(ca) + `
+users:
+- name: admin
+  user:
+    token: the-users-own
+contexts:
+- name: host
+  context: {cluster: host, user: admin}
+current-context: host
+`
+	if err := os.WriteFile(path, []byte(raw), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	conn := newKubeconfigConnector(&globalOptions{kubeconfig: path}, IOStreams{Out: io.Discard, ErrOut: io.Discard})
+	host, err := conn.connect("host")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := agentKubeconfig(host, []byte("agent-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Host != "https://10.0.0.1:6443" || cfg.ServerName != "api.host.example" || !bytes.Equal(cfg.CAData, ca) || cfg.Insecure {
+		t.Errorf("agent reaches %s as server name %q (CA %d bytes, insecure %v), want https://10.0.0.1:6443 as api.host.example",
+			cfg.Host, cfg.ServerName, len(cfg.CAData), cfg.Insecure)
+	}
+	if cfg.BearerToken != "agent-token" {
+		t.Error("the agent's kubeconfig does not carry the agent's token alone")
 	}
 }

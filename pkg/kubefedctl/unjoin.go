@@ -135,7 +135,7 @@ func (u *unjoiner) unjoin(ctx context.Context) error {
 	var notCleaned []string
 	if memberErr != nil {
 		fmt.Fprintf(u.warn, "Warning: member cluster %q not cleaned up: %v\n", u.memberCtx, memberErr)
-		notCleaned = u.memberObjectNames()
+		notCleaned = u.memberObjectNames(kfc != nil && kfc.PullMode())
 	} else {
 		for _, s := range memberSteps {
 			if err := runSteps(ctx, []*step{s}, u.out); err != nil {
@@ -169,16 +169,23 @@ func (u *unjoiner) unjoin(ctx context.Context) error {
 }
 
 // memberObjectNames lists what join creates in a member, for the report
-// of an unreachable member.
-func (u *unjoiner) memberObjectNames() []string {
+// of an unreachable member; pull adds a Pull-mode member's agent, its way
+// to the host and the Lease its replicas elect their leader on.
+func (u *unjoiner) memberObjectNames(pull bool) []string {
 	r := u.reg
 	refs := []objectRef{
 		clusterRoleBindingRef(r.roleName()), clusterRoleRef(r.roleName()),
 		clusterRoleBindingRef(r.healthCheckRoleName()), clusterRoleRef(r.healthCheckRoleName()),
 		roleBindingRef(r), roleRef(r), tokenSecretRef(r),
 		{Kind: "ServiceAccount", Namespace: r.namespace, Name: r.serviceAccountName()},
-		{Kind: "Namespace", Name: r.namespace},
 	}
+	if pull {
+		refs = append(refs,
+			objectRef{Kind: "Deployment", Namespace: r.namespace, Name: AgentDeploymentName},
+			objectRef{Kind: "Secret", Namespace: r.namespace, Name: AgentHostSecret},
+			objectRef{Kind: "Lease", Namespace: r.namespace, Name: corev1beta1.AgentLeaderElectionLeaseName})
+	}
+	refs = append(refs, objectRef{Kind: "Namespace", Name: r.namespace})
 	names := make([]string, len(refs))
 	for i, ref := range refs {
 		names[i] = ref.String()

@@ -330,3 +330,34 @@ func TestUnjoinKeepsSecretSharedWithAnotherCluster(t *testing.T) {
 		t.Error("shared Secret deleted")
 	}
 }
+
+// A forced unjoin of an unreachable Pull-mode member lists the agent's
+// objects among what may remain: its Deployment, its way to the host and
+// its replicas' election Lease. A push member had none of them.
+func TestUnjoinUnreachablePullMemberListsTheAgent(t *testing.T) {
+	agentObjects := []string{
+		"Deployment kube-federation-system/" + AgentDeploymentName,
+		"Secret kube-federation-system/" + AgentHostSecret,
+		"Lease kube-federation-system/" + corev1beta1.AgentLeaderElectionLeaseName,
+	}
+	for _, mode := range []string{modePull, modePush} {
+		t.Run(mode, func(t *testing.T) {
+			w := newWorld(t)
+			w.mustRun(t, "join", "member1", "--mode", mode)
+			w.member.setUnreachable(true)
+			_, errOut, err := w.run(t, "unjoin", "member1", "--force")
+			if err != nil {
+				t.Fatalf("unjoin --force: %v\n%s", err, errOut)
+			}
+			_, remaining, ok := strings.Cut(errOut, "may remain in member cluster \"member1\"")
+			if !ok || !strings.Contains(remaining, "ServiceAccount kube-federation-system/member1-host") {
+				t.Fatalf("stderr lacks the list of what may remain:\n%s", errOut)
+			}
+			for _, obj := range agentObjects {
+				if listed := strings.Contains(remaining, obj); listed != (mode == modePull) {
+					t.Errorf("%s listed %v, want %v:\n%s", obj, listed, mode == modePull, errOut)
+				}
+			}
+		})
+	}
+}
