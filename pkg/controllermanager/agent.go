@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -144,6 +145,8 @@ func RunAgent(ctx context.Context, o AgentOptions) error {
 	}
 	hostCfg.UserAgent = "kubefed-agent/" + version.Version
 	hostCfg.QPS, hostCfg.Burst = 100, 200
+	refused := &hostRefusal{now: time.Now}
+	hostCfg.Wrap(refused.wrap)
 	if o.Identity == "" {
 		o.Identity, _ = os.Hostname()
 	}
@@ -160,7 +163,7 @@ func RunAgent(ctx context.Context, o AgentOptions) error {
 		return fmt.Errorf("host cluster client: %w", err)
 	}
 	log.Info("starting", "version", version.Get().String(), "cluster", o.ClusterName, "kubefedNamespace", o.KubeFedNamespace)
-	if err := serveHealth(ctx, o.HealthAddr); err != nil {
+	if err := serveHealth(ctx, o.HealthAddr, refused.check); err != nil {
 		return err
 	}
 	run := func(ctx context.Context) error { return runAgent(ctx, o, hostCfg, memberCfg, scheme, direct, hostKube) }
@@ -301,8 +304,9 @@ func releaseLease(ctx context.Context, lock resourcelock.Interface, identity str
 // serveHealth answers /healthz and /readyz for as long as the process
 // runs, leading or standing by: a standby's Pod must not be restarted for
 // waiting, and a rolling update needs the new Pod ready while the old one
-// still leads. The manager, built only while leading, serves none.
-func serveHealth(ctx context.Context, addr string) error {
+// still leads. The manager, built only while leading, serves none. live,
+// when not nil, fails /healthz with its error.
+func serveHealth(ctx context.Context, addr string, live func() error) error {
 	if addr == "" || addr == "0" {
 		return nil
 	}
@@ -312,13 +316,88 @@ func serveHealth(ctx context.Context, addr string) error {
 	}
 	mux := http.NewServeMux()
 	ok := func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }
-	mux.HandleFunc("/healthz", ok)
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if live != nil {
+			if err := live(); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+		}
+		ok(w, r)
+	})
 	mux.HandleFunc("/readyz", ok)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	context.AfterFunc(ctx, func() { _ = srv.Close() })
 	return nil
 }
+
+// Thresholds of hostRefusal: a token refused this long, this many times
+// in a row, is taken for one the host no longer accepts, not for an
+// authenticator's hiccup.
+const (
+	hostRefusalPeriod   = 2 * time.Minute
+	hostRefusalRequests = 3
+)
+
+// hostRefusal notes how long the host has answered the agent's requests
+// with 401 Unauthorized and nothing else. The agent reads its host
+// kubeconfig once, at start; a join that issued another token (the
+// ServiceAccount or its token Secret recreated) leaves it refused until it
+// starts again and reads the Secret anew. join rolls its own Deployment
+// when it rewrites the Secret; check fails the liveness probe too, so that
+// the kubelet restarts an agent the chart installed, or one whose token
+// was revoked by other means.
+type hostRefusal struct {
+	now func() time.Time
+
+	mu sync.Mutex
+	// since is the first 401 of the current run of them, zero when the
+	// last answer was another; count counts them.
+	since time.Time
+	count int
+}
+
+// wrap notes each answer of the host; a request that got none (the host
+// unreachable) says nothing of the token.
+func (h *hostRefusal) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			return resp, err
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if resp.StatusCode != http.StatusUnauthorized {
+			h.since, h.count = time.Time{}, 0
+			return resp, nil
+		}
+		if h.count == 0 {
+			h.since = h.now()
+		}
+		h.count++
+		return resp, nil
+	})
+}
+
+// check fails once the host has refused every request for
+// hostRefusalPeriod, at least hostRefusalRequests of them.
+func (h *hostRefusal) check() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.count < hostRefusalRequests {
+		return nil
+	}
+	if d := h.now().Sub(h.since); d >= hostRefusalPeriod {
+		return fmt.Errorf("the host has answered the agent's last %d requests, for %s, with 401 Unauthorized: "+
+			"it no longer accepts the token of the agent's host kubeconfig, which a restart reads anew", h.count, d.Round(time.Second))
+	}
+	return nil
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // runAgent is RunAgent's work, for as long as ctx lasts.
 func runAgent(ctx context.Context, o AgentOptions, hostCfg, memberCfg *rest.Config, scheme *runtime.Scheme,
@@ -580,9 +659,12 @@ type heartbeat struct {
 	period    time.Duration
 	timeout   time.Duration
 
-	// summary is the last summary of this member (JSON), sent with every
-	// renewal; summarized is when it was read, enablements its APIs.
-	summary     string
+	// mu guards summary, the last summary of this member (JSON), which
+	// summarizeLoop writes and every renewal sends.
+	mu      sync.Mutex
+	summary string
+	// summarized is when the summary was read, enablements its APIs; only
+	// summarizeLoop uses them.
 	summarized  time.Time
 	enablements []corev1beta1.APIEnablement
 }
@@ -590,13 +672,28 @@ type heartbeat struct {
 // Start implements manager.Runnable.
 func (h *heartbeat) Start(ctx context.Context) error {
 	log := ctrl.Log.WithName("heartbeat")
+	// The summary lists every node and pod of the member, up to
+	// DefaultSummaryTimeout on a large one: it is read beside the
+	// renewals, which carry the last one, so that none comes late and has
+	// the host take the member for Offline.
+	summarize := make(chan struct{}, 1)
+	summarizing := make(chan struct{})
+	go func() {
+		defer close(summarizing)
+		h.summarizeLoop(ctx, summarize)
+	}()
+	defer func() { <-summarizing }()
 	ticker := time.NewTicker(h.period)
 	defer ticker.Stop()
 	for {
 		health := h.probe(ctx)
 		h.readiness.Set(h.o.ClusterName, health == "ok")
-		if health == "ok" && time.Since(h.summarized) >= cluster.DefaultSummaryPeriod {
-			h.summarize(ctx)
+		if health == "ok" {
+			// One request waits at most; one under way is not waited for.
+			select {
+			case summarize <- struct{}{}:
+			default:
+			}
 		}
 		if err := h.renew(ctx, health); err != nil && ctx.Err() == nil {
 			log.Error(err, "Renewing the heartbeat Lease on the host")
@@ -605,6 +702,22 @@ func (h *heartbeat) Start(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-ticker.C:
+		}
+	}
+}
+
+// summarizeLoop summarizes this member when asked, once a
+// DefaultSummaryPeriod at most, until ctx ends. The heartbeat asks while
+// its cluster is ready.
+func (h *heartbeat) summarizeLoop(ctx context.Context, asked <-chan struct{}) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-asked:
+		}
+		if time.Since(h.summarized) >= cluster.DefaultSummaryPeriod {
+			h.summarize(ctx)
 		}
 	}
 }
@@ -657,7 +770,10 @@ func (h *heartbeat) summarize(ctx context.Context) {
 			return
 		}
 	}
-	h.summary, h.summarized = string(raw), time.Now()
+	h.mu.Lock()
+	h.summary = string(raw)
+	h.mu.Unlock()
+	h.summarized = time.Now()
 }
 
 // maxSummaryBytes bounds the heartbeat's summary annotation, so that it,
@@ -703,8 +819,11 @@ func (h *heartbeat) renew(ctx context.Context, health string) error {
 		lease.Annotations = map[string]string{}
 	}
 	lease.Annotations[cluster.AgentHealthAnnotation] = health
-	if h.summary != "" {
-		lease.Annotations[cluster.AgentSummaryAnnotation] = h.summary
+	h.mu.Lock()
+	summary := h.summary
+	h.mu.Unlock()
+	if summary != "" {
+		lease.Annotations[cluster.AgentSummaryAnnotation] = summary
 	}
 	if report, ok := h.pendingReport(); ok {
 		lease.Annotations[scheduling.AgentPendingAnnotation] = report

@@ -2,16 +2,26 @@ package controllermanager
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
+
+	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
+	"github.com/kubefed-io/kubefed/controllers/cluster"
+	"github.com/kubefed-io/kubefed/pkg/clusterclient"
 )
 
 func TestAgentOptionsValidation(t *testing.T) {
@@ -135,7 +145,7 @@ func TestAgentServesProbesWhileStandingBy(t *testing.T) {
 	_ = ln.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := serveHealth(ctx, addr); err != nil {
+	if err := serveHealth(ctx, addr, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, path := range []string{"/healthz", "/readyz"} {
@@ -148,7 +158,7 @@ func TestAgentServesProbesWhileStandingBy(t *testing.T) {
 			t.Errorf("%s answered %d", path, resp.StatusCode)
 		}
 	}
-	if err := serveHealth(ctx, addr); err == nil {
+	if err := serveHealth(ctx, addr, nil); err == nil {
 		t.Error("a second listener on a taken address did not fail")
 	}
 	cancel()
@@ -164,7 +174,204 @@ func TestAgentServesProbesWhileStandingBy(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if err := serveHealth(context.Background(), "0"); err != nil {
+	if err := serveHealth(context.Background(), "0", nil); err != nil {
 		t.Errorf("a disabled endpoint: %v", err)
+	}
+}
+
+// freeAddr is a local address nothing listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	return addr
+}
+
+// An agent whose token the host no longer accepts (join issued another
+// into the Secret it read at start) fails its liveness probe once the host
+// has refused every request for hostRefusalPeriod, so that the kubelet
+// restarts it with the new Secret; a few refusals, or any other answer in
+// between, do not. The probe's answer never holds the token.
+func TestAgentFailsLivenessWhileTheHostRefusesItsToken(t *testing.T) {
+	var refuse atomic.Bool
+	refuse.Store(true)
+	host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if refuse.Load() {
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprint(w, `{"apiVersion":"v1","kind":"Status","status":"Failure","reason":"Unauthorized","code":401}`)
+			return
+		}
+		fmt.Fprint(w, `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"kube-system"}}`)
+	}))
+	defer host.Close()
+	var mu sync.Mutex
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	advance := func(d time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		now = now.Add(d)
+	}
+	refused := &hostRefusal{now: func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}}
+	cfg := &rest.Config{Host: host.URL, BearerToken: "the-old-token"}
+	cfg.Wrap(refused.wrap)
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask := func() {
+		t.Helper()
+		_, _ = kube.CoreV1().Namespaces().Get(context.Background(), "kube-system", metav1.GetOptions{})
+	}
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := serveHealth(ctx, addr, refused.check); err != nil {
+		t.Fatal(err)
+	}
+	healthz := func() (int, string) {
+		t.Helper()
+		return httpGet(t, "http://"+addr+"/healthz")
+	}
+
+	// Refused, but not for long enough, then not often enough.
+	ask()
+	ask()
+	ask()
+	advance(hostRefusalPeriod - time.Second)
+	if code, body := healthz(); code != http.StatusOK {
+		t.Errorf("refused for less than %s: /healthz %d %s", hostRefusalPeriod, code, body)
+	}
+	refuse.Store(false)
+	ask()
+	refuse.Store(true)
+	ask()
+	ask()
+	advance(hostRefusalPeriod)
+	if code, body := healthz(); code != http.StatusOK {
+		t.Errorf("refused twice since the last answer: /healthz %d %s", code, body)
+	}
+
+	ask()
+	code, body := healthz()
+	if code != http.StatusInternalServerError || !strings.Contains(body, "401 Unauthorized") {
+		t.Errorf("refused 3 times over %s: /healthz %d %q, want 500 naming the refusal", hostRefusalPeriod, code, body)
+	}
+	if strings.Contains(body, "the-old-token") {
+		t.Errorf("/healthz prints the token: %q", body)
+	}
+	if code, _ := httpGet(t, "http://"+addr+"/readyz"); code != http.StatusOK {
+		t.Errorf("/readyz %d while refused", code)
+	}
+
+	// The host accepting the token again makes the agent live again.
+	refuse.Store(false)
+	ask()
+	if code, body := healthz(); code != http.StatusOK {
+		t.Errorf("after an accepted request: /healthz %d %s", code, body)
+	}
+}
+
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// Summarizing a large member (listing its nodes and pods) takes a while;
+// the heartbeat renews its Lease meanwhile, on time, and carries the
+// summary once it is read.
+func TestHeartbeatRenewsWhileTheMemberIsSummarized(t *testing.T) {
+	listing := make(chan struct{})
+	var listingOnce sync.Once
+	release := make(chan struct{})
+	member := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/readyz":
+			fmt.Fprint(w, "ok")
+		case "/version":
+			fmt.Fprint(w, `{"major":"1","minor":"31","gitVersion":"v1.31.0"}`)
+		case "/api/v1/nodes":
+			listingOnce.Do(func() { close(listing) })
+			select {
+			case <-release:
+			case <-r.Context().Done():
+				return
+			}
+			fmt.Fprint(w, `{"apiVersion":"v1","kind":"NodeList","items":[]}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer member.Close()
+	defer close(release)
+	const namespace = "kube-federation-system"
+	clients, err := clusterclient.NewRegistry(clusterclient.ConfigOptions{}).SetLocal("edge1", &rest.Config{Host: member.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostKube := fake.NewClientset()
+	o := DefaultAgentOptions()
+	o.ClusterName, o.Identity = "edge1", "agent-0"
+	h := &heartbeat{kube: hostKube, member: clients, readiness: cluster.NewReadinessTracker(namespace), o: o,
+		period: 20 * time.Millisecond, timeout: time.Second}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- h.Start(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-stopped; err != nil {
+			t.Errorf("heartbeat stopped with %v", err)
+		}
+	}()
+
+	select {
+	case <-listing:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the heartbeat never summarized its member")
+	}
+	// The node list hangs (for up to DefaultSummaryTimeout); renewals go on.
+	lease := func() *coordinationv1.Lease {
+		l, err := hostKube.CoordinationV1().Leases(namespace).Get(context.Background(), corev1beta1.AgentLeaseName("edge1"), metav1.GetOptions{})
+		if err != nil {
+			return nil
+		}
+		return l
+	}
+	renewals := map[time.Time]bool{}
+	for deadline := time.Now().Add(10 * time.Second); len(renewals) < 3; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d renewals while the summary was read, want 3", len(renewals))
+		}
+		if l := lease(); l != nil && l.Spec.RenewTime != nil {
+			renewals[l.Spec.RenewTime.Time] = true
+		}
+	}
+	if l := lease(); l.Annotations[cluster.AgentHealthAnnotation] != "ok" || l.Annotations[cluster.AgentSummaryAnnotation] != "" {
+		t.Errorf("while summarizing: annotations %v", l.Annotations)
+	}
+
+	release <- struct{}{}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if l := lease(); l != nil && strings.Contains(l.Annotations[cluster.AgentSummaryAnnotation], `"kubernetesVersion":"v1.31.0"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the summary never reached the Lease: %v", lease().Annotations)
+		}
 	}
 }
