@@ -234,6 +234,13 @@ func TestBuildStatus(t *testing.T) {
 	if _, ok := nf["clusters"]; ok || nf["conditions"].([]any)[0].(map[string]any)["reason"] != "NamespaceNotFederated" {
 		t.Fatalf("not federated: %v", nf)
 	}
+	// Where Pull-mode members' agents hold copies, their entries stand
+	// beside the reason, which stays the condition's.
+	agents := buildStatus(nil, 1, []outcome{{cluster: "edge", listed: true, status: typesv1beta1.UpdateFailed}},
+		typesv1beta1.ReasonNamespaceNotFederated, "no FederatedNamespace", now, nil)
+	if entries, _ := agents["clusters"].([]any); len(entries) != 1 || agents["conditions"].([]any)[0].(map[string]any)["reason"] != "NamespaceNotFederated" {
+		t.Fatalf("not federated, with an agent's entry: %v", agents)
+	}
 }
 
 func TestDeleteOptions(t *testing.T) {

@@ -80,6 +80,13 @@ type Options struct {
 	// their status entries, and an entry its agent dropped means the
 	// agent removed its copy.
 	Pulled PullMembers
+	// PullReportGrace is how long a deletion waits for a Ready Pull-mode
+	// member, selected by the placement, whose agent never reported the
+	// object: long enough for the health checks to find an agent that
+	// died before it could report a copy it made (the member then is not
+	// ready, and NotReadyClusterDeletionTimeout applies). Zero means
+	// pullReportGrace.
+	PullReportGrace time.Duration
 	// Agent makes this engine a Pull-mode member's agent (Shard holds its
 	// cluster alone): the finalizer of federated objects is the control
 	// plane's, never added or removed here.

@@ -101,3 +101,46 @@ func TestPullEntriesSeenGoWithTheObject(t *testing.T) {
 		t.Errorf("%d objects' entries kept after the object went", len(w.pullSeen))
 	}
 }
+
+// A deletion waits for a selected Pull-mode member whose agent never
+// reported the object: for the grace while the member is Ready (its agent
+// may have made a copy and died before reporting it, which the health
+// checks tell within the grace), then, once it is not ready, for as long
+// as a deletion waits for any member not ready. An entry seen, or a member
+// that is not pulled, holds nothing here.
+func TestADeletionWaitsForAPullMemberThatNeverReported(t *testing.T) {
+	deleted := func(ago time.Duration) *unstructured.Unstructured {
+		fed := &unstructured.Unstructured{Object: map[string]any{
+			"metadata": map[string]any{"name": "x", "namespace": "ns", "uid": "uid-1"},
+			"spec":     map[string]any{"placement": map[string]any{"clusters": []any{map[string]any{"name": "edge"}}}},
+		}}
+		fed.SetDeletionTimestamp(&metav1.Time{Time: time.Now().Add(-ago)})
+		return fed
+	}
+	w := &typeWorker{e: &Engine{opts: Options{Pulled: fakePulled{"edge": true}, PullReportGrace: 40 * time.Second,
+		NotReadyClusterDeletionTimeout: 2 * time.Minute}}, pullSeen: map[string]pullEntriesSeen{}}
+	ready := placement.NewClusterSet([]placement.Cluster{{Name: "edge", Ready: true}})
+	notReady := placement.NewClusterSet([]placement.Cluster{{Name: "edge"}})
+	for _, c := range []struct {
+		name string
+		set  placement.ClusterSet
+		ago  time.Duration
+		want bool
+	}{
+		{"ready, within the grace", ready, 20 * time.Second, true},
+		{"ready, past the grace", ready, time.Minute, false},
+		{"not ready, past the grace", notReady, time.Minute, true},
+		{"not ready, past the deletion timeout", notReady, 3 * time.Minute, false},
+	} {
+		if got := w.pullMayHold(deleted(c.ago), c.set, map[string]bool{}); got != c.want {
+			t.Errorf("%s: holds %v, want %v", c.name, got, c.want)
+		}
+	}
+	if w.pullMayHold(deleted(time.Second), ready, map[string]bool{"edge": true}) {
+		t.Error("a listed member is othersHold's to judge, not the grace's")
+	}
+	w.notePullEntry("ns/x", "uid-1", "edge")
+	if w.pullMayHold(deleted(time.Second), notReady, map[string]bool{}) {
+		t.Error("an entry seen and gone is the agent saying its copy is gone")
+	}
+}

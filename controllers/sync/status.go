@@ -37,51 +37,52 @@ func buildStatus(old map[string]any, generation int64, outcomes []outcome, reaso
 	if agg != nil {
 		lastCounts = countsByCluster(old)
 	}
-	if reason == "" {
-		sortOutcomes(outcomes)
-		var problems []string
-		for _, o := range outcomes {
-			if !o.listed {
-				continue
-			}
-			c := map[string]any{"name": o.cluster}
-			if o.status != "" {
-				c["status"] = string(o.status)
-				p := o.cluster + ": " + string(o.status)
-				if o.message != "" {
-					p += ": " + o.message
-				}
-				problems = append(problems, p)
-			}
-			if o.remote != nil {
-				c["remoteStatus"] = jsonvalue.Copy(o.remote)
-			} else if o.remoteDigest != "" {
-				c[remoteDigestKey] = o.remoteDigest
-			}
-			if agg != nil && o.counts == nil {
-				// Not read this time (not ready, still propagating, a
-				// failed write): the copy's last counts stand, or READY
-				// would look better the fewer members answer.
-				o.counts = lastCounts[o.cluster]
-			}
-			if agg != nil && o.counts != nil {
-				if total == nil {
-					total = map[string]int64{}
-				}
-				for name, n := range o.counts {
-					total[name] += n
-				}
-				c["counts"] = countsValue(o.counts)
-				if r := agg.Ready(o.counts); r != "" {
-					c["ready"] = r
-				}
-			}
-			clusters = append(clusters, c)
+	// With a reason, the object is placed nowhere new: outcomes are only
+	// the entries of others that stand as they are (a Pull-mode member's
+	// agent's), and the reason is the condition's, whatever they say.
+	sortOutcomes(outcomes)
+	var problems []string
+	for _, o := range outcomes {
+		if !o.listed {
+			continue
 		}
-		if len(problems) > 0 {
-			reason = typesv1beta1.ReasonCheckClusters
-			message = strings.Join(problems, "; ")
+		c := map[string]any{"name": o.cluster}
+		if o.status != "" {
+			c["status"] = string(o.status)
+			p := o.cluster + ": " + string(o.status)
+			if o.message != "" {
+				p += ": " + o.message
+			}
+			problems = append(problems, p)
 		}
+		if o.remote != nil {
+			c["remoteStatus"] = jsonvalue.Copy(o.remote)
+		} else if o.remoteDigest != "" {
+			c[remoteDigestKey] = o.remoteDigest
+		}
+		if agg != nil && o.counts == nil {
+			// Not read this time (not ready, still propagating, a
+			// failed write): the copy's last counts stand, or READY
+			// would look better the fewer members answer.
+			o.counts = lastCounts[o.cluster]
+		}
+		if agg != nil && o.counts != nil {
+			if total == nil {
+				total = map[string]int64{}
+			}
+			for name, n := range o.counts {
+				total[name] += n
+			}
+			c["counts"] = countsValue(o.counts)
+			if r := agg.Ready(o.counts); r != "" {
+				c["ready"] = r
+			}
+		}
+		clusters = append(clusters, c)
+	}
+	if len(problems) > 0 && reason == "" {
+		reason = typesv1beta1.ReasonCheckClusters
+		message = strings.Join(problems, "; ")
 	}
 	if len(message) > fedstatus.MaxConditionMessage {
 		message = message[:fedstatus.MaxConditionMessage] + "…"
@@ -256,7 +257,14 @@ func (w *typeWorker) syncStatus(ctx context.Context, key string, bulk bool) (tim
 			// say; an agent's write would drop the other members' entries.
 			return 0, nil
 		}
-		return w.writeStatus(ctx, key, fed, nil, st.reason, st.message, nil, bulk)
+		// The entries of Pull-mode members stay: their agents' copies stay
+		// too (nothing is placed or removed while the placement cannot be
+		// told), and a deletion reads the entries to wait for them.
+		var notPulled func(string) bool
+		if w.e.anyPulled() {
+			notPulled = func(c string) bool { return !w.e.pulled(c) }
+		}
+		return w.writeStatus(ctx, key, fed, nil, st.reason, st.message, notPulled, bulk)
 	}
 	if v.pending {
 		return 0, nil
@@ -402,18 +410,28 @@ func (w *typeWorker) othersHold(ctx context.Context, fed *unstructured.Unstructu
 	return false
 }
 
-// pullReportGrace is how long a deletion waits for a Ready Pull-mode member
-// that the placement selects but that has no entry this control plane saw:
-// its agent may have created a copy a moment ago and not reported it yet.
+// pullReportGrace is Options.PullReportGrace's default.
 const pullReportGrace = 10 * time.Second
 
 // pullMayHold reports whether a Pull-mode member may hold a copy of fed,
-// being deleted, without an entry to say so: Ready, selected by the
-// object's placement, never seen with an entry for this object, and the
-// deletion younger than pullReportGrace. An entry seen and then gone is
-// the agent saying its copy is gone.
+// being deleted, without an entry to say so: selected by the object's
+// placement, never seen with an entry for this object, and the deletion
+// younger than Options.PullReportGrace while the member is Ready (its
+// agent may have made a copy a moment ago and not reported it yet, or
+// died since, which the health checks tell within the grace) or than
+// NotReadyClusterDeletionTimeout while it is not (its agent is gone, and
+// may come back to a copy). An entry seen and then gone is the agent
+// saying its copy is gone.
 func (w *typeWorker) pullMayHold(fed *unstructured.Unstructured, set placement.ClusterSet, listed map[string]bool) bool {
-	if !w.e.anyPulled() || w.e.opts.Agent || time.Since(fed.GetDeletionTimestamp().Time) > pullReportGrace {
+	if !w.e.anyPulled() || w.e.opts.Agent {
+		return false
+	}
+	age := time.Since(fed.GetDeletionTimestamp().Time)
+	grace := w.e.opts.PullReportGrace
+	if grace <= 0 {
+		grace = pullReportGrace
+	}
+	if age > grace && age > w.e.opts.NotReadyClusterDeletionTimeout {
 		return false
 	}
 	p, err := placement.FromUnstructured(fed.Object)
@@ -421,7 +439,10 @@ func (w *typeWorker) pullMayHold(fed *unstructured.Unstructured, set placement.C
 		return false
 	}
 	for _, c := range set.Select(p).Clusters {
-		if cl, _ := set.Get(c); cl.Ready && w.e.pulled(c) && !listed[c] && !w.sawPullEntry(objectKey(fed), fed.GetUID(), c) {
+		if !w.e.pulled(c) || listed[c] || w.sawPullEntry(objectKey(fed), fed.GetUID(), c) {
+			continue
+		}
+		if cl, _ := set.Get(c); cl.Ready && age <= grace || !cl.Ready && age <= w.e.opts.NotReadyClusterDeletionTimeout {
 			return true
 		}
 	}
@@ -558,6 +579,8 @@ func (w *typeWorker) writeStatus(ctx context.Context, key string, fed *unstructu
 			unreported := w.unreported(key, fed, old, keep)
 			old, used = w.withPeerEntries(key, fed.GetUID(), fed.GetGeneration(), old, keep)
 			all = markUnreported(append(slices.Clone(outcomes), othersOutcomes(old, keep)...), unreported)
+		} else if keep != nil {
+			all = append(slices.Clone(outcomes), othersOutcomes(old, keep)...)
 		}
 		return buildStatus(old, fed.GetGeneration(), all, reason, message, time.Now(), w.aggregation)
 	}

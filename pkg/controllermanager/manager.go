@@ -488,12 +488,16 @@ func engineOptions(cfg *rest.Config, mgr manager.Manager, namespace string, s *k
 		Workers:                        s.SyncWorkers,
 		AdoptResources:                 s.AdoptResources,
 		NotReadyClusterDeletionTimeout: s.NotReadyClusterDeletionTimeout,
-		UnavailableDelay:               s.UnavailableDelay,
-		StatusCollection:               s.FeatureGates[corev1beta1.RawResourceStatusCollection],
-		Registry:                       registry,
-		Readiness:                      readiness,
-		Members:                        members,
-		Log:                            ctrl.Log.WithName("propagation"),
+		// A Pull-mode member's agent that died is Offline once its Lease
+		// went unrenewed for a period and the timeout, and not ready after
+		// failureThreshold such probes, a period apart.
+		PullReportGrace:  s.HealthCheckTimeout + time.Duration(s.FailureThreshold+1)*s.HealthCheckPeriod,
+		UnavailableDelay: s.UnavailableDelay,
+		StatusCollection: s.FeatureGates[corev1beta1.RawResourceStatusCollection],
+		Registry:         registry,
+		Readiness:        readiness,
+		Members:          members,
+		Log:              ctrl.Log.WithName("propagation"),
 	}
 }
 

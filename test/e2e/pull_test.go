@@ -26,6 +26,7 @@ import (
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
 	dnsv1alpha1 "github.com/kubefed-io/kubefed/api/multiclusterdns/v1alpha1"
+	typesv1beta1 "github.com/kubefed-io/kubefed/api/types/v1beta1"
 	"github.com/kubefed-io/kubefed/controllers/dns"
 	"github.com/kubefed-io/kubefed/pkg/kubefedctl"
 	"github.com/kubefed-io/kubefed/test/framework"
@@ -191,6 +192,36 @@ var _ = Describe("Pull mode", Ordered, func() {
 		Expect(fw.Host.Client.Delete(ctx, fedGet(ctx, "Deployment", pullNS, "web"))).To(Succeed())
 		Eventually(replicas(member2)).WithTimeout(60 * time.Second).Should(Equal(int64(-1)))
 		Eventually(func() bool { return fedGet(ctx, "Deployment", pullNS, "web") == nil }).WithTimeout(60 * time.Second).Should(BeTrue())
+	})
+
+	It("keeps the pull member's entry while the placement cannot be computed, and a deletion then waits for its agent to remove its copy", func(ctx context.Context) {
+		Expect(fw.Host.Client.Create(ctx, fedObject("ConfigMap", pullNS, "unplaceable", map[string]any{"data": map[string]any{"k": "v"}},
+			[]string{member2.Name}, nil))).To(Succeed())
+		copyOf := func() *unstructured.Unstructured {
+			return memberObject(ctx, member2, "v1", "ConfigMap", pullNS, "unplaceable")
+		}
+		Eventually(copyOf).WithTimeout(60 * time.Second).ShouldNot(BeNil())
+		Eventually(func() string { return propagationState(fedGet(ctx, "ConfigMap", pullNS, "unplaceable")) }).
+			WithTimeout(60 * time.Second).Should(Equal("True| " + member2.Name))
+
+		By("a placement that cannot be computed leaves the copy and its entry as they are")
+		Eventually(func() error {
+			f := fedGet(ctx, "ConfigMap", pullNS, "unplaceable")
+			if f == nil {
+				return fmt.Errorf("gone")
+			}
+			f.Object["spec"].(map[string]any)["placement"] = map[string]any{
+				"clusterSelector": map[string]any{"matchLabels": map[string]any{"not a label key!": "x"}}}
+			return fw.Host.Client.Update(ctx, f)
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		Eventually(func() string { return propagationState(fedGet(ctx, "ConfigMap", pullNS, "unplaceable")) }).
+			WithTimeout(60 * time.Second).Should(Equal("False/" + typesv1beta1.ReasonComputePlacementFailed + "| " + member2.Name))
+		Expect(copyOf()).NotTo(BeNil())
+
+		By("the deletion waits for the agent, which removes its copy")
+		Expect(fw.Host.Client.Delete(ctx, fedGet(ctx, "ConfigMap", pullNS, "unplaceable"))).To(Succeed())
+		Eventually(func() bool { return fedGet(ctx, "ConfigMap", pullNS, "unplaceable") == nil }).WithTimeout(90 * time.Second).Should(BeTrue())
+		Expect(copyOf()).To(BeNil(), "the pull member's copy outlived its federated object")
 	})
 
 	It("splits an RSP's replicas onto the pull member, adopts what it holds and orphans on request, as for push members", func(ctx context.Context) {
