@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/spf13/pflag"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -59,6 +60,10 @@ func parseFlags(name string, args []string, add func(*pflag.FlagSet)) {
 	zapOpts.BindFlags(goFlags)
 	fs.AddGoFlagSet(goFlags)
 	_ = fs.Parse(args)
+	if err := noArguments(name, fs.Args()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	if err := memlimit.ValidateRatio(*ratio); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: --memory-limit-ratio: %v\n", name, err)
@@ -71,4 +76,18 @@ func parseFlags(name string, args []string, add func(*pflag.FlagSet)) {
 	case soft > 0:
 		log.Info("Go runtime soft memory limit set from the container's", "bytes", soft, "ratio", *ratio)
 	}
+}
+
+// noArguments refuses what is left after the flags: pflag takes arguments
+// between them, and a misspelled or misplaced subcommand (agnet, or agent
+// after a flag) would otherwise run the control plane.
+func noArguments(name string, rest []string) error {
+	if len(rest) == 0 {
+		return nil
+	}
+	hint := ""
+	if name == "controller-manager" && slices.Contains(rest, "agent") {
+		hint = "; the agent's subcommand comes first: controller-manager agent [flags]"
+	}
+	return fmt.Errorf("%s: unexpected argument %q: it takes flags only%s", name, rest[0], hint)
 }

@@ -11,6 +11,7 @@ import (
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
 	"github.com/kubefed-io/kubefed/pkg/federatedtype"
+	"github.com/kubefed-io/kubefed/pkg/kubefedconfig"
 )
 
 // defaultTypeConfigs are the FederatedTypeConfigs --install-default-types
@@ -48,7 +49,11 @@ func defaultTypeConfigs(namespace string, scope corev1beta1.Scope, exclude []str
 // by a restart. It runs before the KubeFedConfig is created, so a start cut
 // short installs them again on the next; one that exists is left alone.
 func installDefaultTypes(ctx context.Context, c client.Client, o Options) error {
-	err := c.Get(ctx, client.ObjectKey{Namespace: o.KubeFedNamespace, Name: corev1beta1.KubeFedConfigName}, &corev1beta1.KubeFedConfig{})
+	// The kinds may be served in a moment, their CRDs applied with the
+	// Deployment, as Load waits for them.
+	err := kubefedconfig.WhileKindNotReady(ctx, func() error {
+		return c.Get(ctx, client.ObjectKey{Namespace: o.KubeFedNamespace, Name: corev1beta1.KubeFedConfigName}, &corev1beta1.KubeFedConfig{})
+	})
 	switch {
 	case err == nil:
 		return nil
@@ -60,7 +65,8 @@ func installDefaultTypes(ctx context.Context, c client.Client, o Options) error 
 		return err
 	}
 	for _, ftc := range ftcs {
-		if err := c.Create(ctx, ftc); err != nil && !apierrors.IsAlreadyExists(err) {
+		err := kubefedconfig.WhileKindNotReady(ctx, func() error { return c.Create(ctx, ftc) })
+		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("install default type %s: %w", ftc.Name, err)
 		}
 	}

@@ -6,9 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
 	"github.com/kubefed-io/kubefed/pkg/federatedtype"
@@ -86,6 +88,43 @@ func TestInstallDefaultTypesOnFirstStartOnly(t *testing.T) {
 		}
 		if got.Spec.Propagation != corev1beta1.Disabled {
 			t.Fatalf("the existing %s was changed to %s", mine.Name, got.Spec.Propagation)
+		}
+	})
+
+	t.Run("kinds served a moment after the start are waited for", func(t *testing.T) {
+		// One `kubectl apply` of the install manifest: the CRDs and the
+		// Deployment together.
+		notServed := map[string]int{"KubeFedConfig": 1, "FederatedTypeConfig": 1}
+		noMatch := func(obj client.Object) error {
+			kind := "FederatedTypeConfig"
+			if _, ok := obj.(*corev1beta1.KubeFedConfig); ok {
+				kind = "KubeFedConfig"
+			}
+			if notServed[kind] > 0 {
+				notServed[kind]--
+				return &meta.NoKindMatchError{GroupKind: corev1beta1.GroupVersion.WithKind(kind).GroupKind(), SearchedVersions: []string{"v1beta1"}}
+			}
+			return nil
+		}
+		c := fake.NewClientBuilder().WithScheme(scheme).WithInterceptorFuncs(interceptor.Funcs{
+			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				if err := noMatch(obj); err != nil {
+					return err
+				}
+				return c.Get(ctx, key, obj, opts...)
+			},
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				if err := noMatch(obj); err != nil {
+					return err
+				}
+				return c.Create(ctx, obj, opts...)
+			},
+		}).Build()
+		if err := installDefaultTypes(ctx, c, DefaultOptions()); err != nil {
+			t.Fatalf("the kinds not served yet: %v", err)
+		}
+		if got := typeNames(t, c); !slices.Equal(got, all) {
+			t.Fatalf("installed %v, want %v", got, all)
 		}
 	})
 

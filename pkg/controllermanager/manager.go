@@ -8,6 +8,7 @@ import (
 	goruntime "runtime"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -146,9 +147,11 @@ func Run(ctx context.Context, o Options) error {
 			return err
 		}
 	}
-	for {
-		kfc, settings, err := kubefedconfig.Load(ctx, direct, o.KubeFedNamespace, corev1beta1.Scope(o.Scope))
-		if err != nil {
+	for reload := false; ; reload = true {
+		kfc, settings, err := loadConfig(ctx, reload, configPollInterval, log, func() (*corev1beta1.KubeFedConfig, *kubefedconfig.Settings, error) {
+			return kubefedconfig.Load(ctx, direct, o.KubeFedNamespace, corev1beta1.Scope(o.Scope))
+		})
+		if err != nil || ctx.Err() != nil {
 			return err
 		}
 		if settings.OriginalResourceLock != corev1beta1.LeasesResourceLock {
@@ -182,6 +185,31 @@ func Run(ctx context.Context, o Options) error {
 			return err
 		}
 		log.Info("KubeFedConfig changed; restarting the controllers with the new settings")
+	}
+}
+
+// loadConfig loads the KubeFedConfig with load. At the start a failure is
+// returned; on a reload, after the controllers stopped for a change, it is
+// logged and load tried again every retry until it succeeds or ctx ends
+// (nil results, nil error): one failed read (an API server restarting)
+// must not end every replica at once, and a spec the controllers cannot
+// run is said until it is fixed.
+func loadConfig(ctx context.Context, reload bool, retry time.Duration, log logr.Logger,
+	load func() (*corev1beta1.KubeFedConfig, *kubefedconfig.Settings, error)) (*corev1beta1.KubeFedConfig, *kubefedconfig.Settings, error) {
+	for {
+		kfc, settings, err := load()
+		if err == nil || !reload {
+			return kfc, settings, err
+		}
+		if ctx.Err() != nil {
+			return nil, nil, nil
+		}
+		log.Error(err, "Reading the changed KubeFedConfig; the controllers start again once it can be read and resolved")
+		select {
+		case <-ctx.Done():
+			return nil, nil, nil
+		case <-time.After(retry):
+		}
 	}
 }
 

@@ -156,6 +156,14 @@ func (s *singletons) term(term context.Context) error {
 		})
 	}
 	wg.Wait()
+	if len(errs) == 0 {
+		// A term lasts as long as the Lease, whatever its controllers do:
+		// with none to run (every singleton's feature gate off), returning
+		// now would leave the Lease held, and renewed, by a replica that no
+		// longer says it leads, and the writes only the leader makes (the
+		// KubeFedClusters' and FederatedTypeConfigs' status) would stop.
+		<-ctx.Done()
+	}
 	return errors.Join(errs...)
 }
 

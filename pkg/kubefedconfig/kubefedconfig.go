@@ -281,27 +281,37 @@ func Resolve(spec corev1beta1.KubeFedConfigSpec) (*Settings, error) {
 func Load(ctx context.Context, c client.Client, namespace string, scopeIfMissing corev1beta1.Scope) (*corev1beta1.KubeFedConfig, *Settings, error) {
 	key := types.NamespacedName{Namespace: namespace, Name: corev1beta1.KubeFedConfigName}
 	var cfg *corev1beta1.KubeFedConfig
-	deadline := time.Now().Add(crdWait)
-	for {
+	err := WhileKindNotReady(ctx, func() error {
 		var err error
 		cfg, err = readOrCreate(ctx, c, key, namespace, scopeIfMissing)
-		if err == nil {
-			break
-		}
-		if !kindNotReady(err) || time.Now().After(deadline) {
-			return nil, nil, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, nil, err
-		case <-time.After(crdRetry):
-		}
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	settings, err := Resolve(cfg.Spec)
 	if err != nil {
 		return nil, nil, fmt.Errorf("KubeFedConfig %s: %w", key, err)
 	}
 	return cfg, settings, nil
+}
+
+// WhileKindNotReady calls f until it succeeds or fails otherwise than on a
+// kind that is not served yet (kindNotReady), for up to crdWait: a CRD
+// applied a moment ago, as by one `kubectl apply` of the install manifest.
+func WhileKindNotReady(ctx context.Context, f func() error) error {
+	deadline := time.Now().Add(crdWait)
+	for {
+		err := f()
+		if err == nil || !kindNotReady(err) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(crdRetry):
+		}
+	}
 }
 
 // kindNotReady reports an error of a kind whose CRD was created a moment
