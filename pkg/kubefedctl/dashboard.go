@@ -6,8 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/url"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -16,12 +19,13 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
 
@@ -38,7 +42,9 @@ the members that serve them. Pages follow changes live.
 It reads the host cluster with your kubeconfig's credentials, as kubectl
 does: it adds no privilege and runs nothing in the cluster. It listens on
 127.0.0.1 only, unless --address says otherwise, and answers only requests
-addressed to that name (against DNS rebinding).`
+addressed to that name (against DNS rebinding). On a wildcard address
+(0.0.0.0, [::] or :PORT) it answers any name of the machine, and the
+token in the printed URL is all that keeps others out.`
 
 const dashboardExample = `  # Open http://127.0.0.1:8001 in a browser
   kubefedctl dashboard --host-cluster-context host
@@ -85,6 +91,9 @@ func (o *dashboardOptions) run(ctx context.Context, streams IOStreams) error {
 	}
 	if ip, ok := ln.Addr().(*net.TCPAddr); ok && !ip.IP.IsLoopback() {
 		fmt.Fprintf(streams.ErrOut, "Warning: %s is reachable from other machines, over plain HTTP; the token in the URL is all that keeps them out.\n", ln.Addr())
+		if ip.IP.IsUnspecified() {
+			fmt.Fprintln(streams.ErrOut, "Any name or address of this machine may replace the host in the URL.")
+		}
 	}
 	token, err := newDashboardToken()
 	if err != nil {
@@ -97,7 +106,7 @@ func (o *dashboardOptions) run(ctx context.Context, streams IOStreams) error {
 		// Live streams end with the command.
 		BaseContext: func(net.Listener) context.Context { return ctx },
 	}
-	fmt.Fprintf(streams.Out, "Serving the dashboard of %s on http://%s/?token=%s (Ctrl-C stops it)\n", host.context, ln.Addr(), token)
+	fmt.Fprintf(streams.Out, "Serving the dashboard of %s on %s (Ctrl-C stops it)\n", host.context, dashboardURL(ln.Addr(), token))
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
@@ -124,6 +133,24 @@ func newDashboardToken() (string, error) {
 	return hex.EncodeToString(b), nil
 }
 
+// dashboardURL is the URL to open, with the run's token. A wildcard
+// address is no host a browser can open: the machine's name stands in for
+// it, which this machine resolves and others may.
+func dashboardURL(addr net.Addr, token string) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		host, port = addr.String(), ""
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+		if name, err := os.Hostname(); err == nil && name != "" {
+			host = name
+		}
+	}
+	u := url.URL{Scheme: "http", Host: net.JoinHostPort(host, port), Path: "/", RawQuery: url.Values{"token": {token}}.Encode()}
+	return u.String()
+}
+
 // Resources the dashboard watches besides the federated types.
 var (
 	kubeFedClustersGVR = corev1beta1.GroupVersion.WithResource("kubefedclusters")
@@ -134,22 +161,23 @@ var (
 // dashboard holds the watch-backed picture of the federation the pages are
 // rendered from.
 type dashboard struct {
+	dyn       dynamic.Interface
 	kube      kubernetes.Interface
 	kubefedNS string
 	// namespace limits the federated objects shown; "" for all.
 	namespace string
 
-	// control watches the KubeFed namespace, objects the namespace shown.
-	control, objects                   dynamicinformer.DynamicSharedInformerFactory
-	clusters, typeConfigs, preferences toolscache.SharedIndexInformer
+	clusters, typeConfigs, preferences *source
 
-	stop <-chan struct{}
-	mu   sync.Mutex
-	// types are the informers of the federated types, by GVR; started as
-	// their FederatedTypeConfigs appear. typeErrors are their last list or
-	// watch errors, such as a federated CRD that is not installed.
-	types      map[schema.GroupVersionResource]toolscache.SharedIndexInformer
-	typeErrors map[schema.GroupVersionResource]string
+	// rebuildEvery is the least time between two snapshot builds.
+	rebuildEvery time.Duration
+
+	mu sync.Mutex
+	// ctx is the context the sources run in; nil until start.
+	ctx context.Context
+	// types are the sources of the federated types, by GVR: started as
+	// their FederatedTypeConfigs appear, stopped as they go.
+	types map[schema.GroupVersionResource]*source
 
 	// events caches the events of object pages for eventsTTL.
 	eventsMu sync.Mutex
@@ -166,84 +194,217 @@ type dashboard struct {
 
 func newDashboard(dyn dynamic.Interface, kube kubernetes.Interface, kubefedNS, namespace string) *dashboard {
 	d := &dashboard{
-		kube:       kube,
-		kubefedNS:  kubefedNS,
-		namespace:  namespace,
-		control:    dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, kubefedNS, nil),
-		objects:    dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, namespace, nil),
-		types:      map[schema.GroupVersionResource]toolscache.SharedIndexInformer{},
-		typeErrors: map[schema.GroupVersionResource]string{},
-		events:     map[dashKey]cachedEvents{},
-		subs:       map[chan struct{}]struct{}{},
+		dyn:          dyn,
+		kube:         kube,
+		kubefedNS:    kubefedNS,
+		namespace:    namespace,
+		rebuildEvery: liveInterval,
+		types:        map[schema.GroupVersionResource]*source{},
+		events:       map[dashKey]cachedEvents{},
+		subs:         map[chan struct{}]struct{}{},
 	}
-	d.clusters = d.watch(d.control, kubeFedClustersGVR)
-	d.typeConfigs = d.watch(d.control, typeConfigsGVR)
-	d.preferences = d.watch(d.objects, preferencesGVR)
-	_, _ = d.typeConfigs.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    d.watchType,
-		UpdateFunc: func(_, obj any) { d.watchType(obj) },
+	d.clusters = d.newSource(kubeFedClustersGVR, kubefedNS, "KubeFedClusters"+inNamespace(kubefedNS))
+	d.typeConfigs = d.newSource(typeConfigsGVR, kubefedNS, "FederatedTypeConfigs"+inNamespace(kubefedNS))
+	d.preferences = d.newSource(preferencesGVR, namespace, "ReplicaSchedulingPreferences"+inNamespace(namespace))
+	_, _ = d.typeConfigs.inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { d.syncTypes() },
+		UpdateFunc: func(_, _ any) { d.syncTypes() },
+		DeleteFunc: func(any) { d.syncTypes() },
 	})
 	return d
 }
 
-// watch returns the informer of gvr, whose every change is a new version.
-func (d *dashboard) watch(f dynamicinformer.DynamicSharedInformerFactory, gvr schema.GroupVersionResource) toolscache.SharedIndexInformer {
-	inf := f.ForResource(gvr).Informer()
-	_ = inf.SetTransform(func(obj any) (any, error) {
+func inNamespace(namespace string) string {
+	if namespace == "" {
+		return ""
+	}
+	return fmt.Sprintf(" in namespace %q", namespace)
+}
+
+// source is one watched resource: its informer, and why the host cannot
+// be read now, if it cannot.
+type source struct {
+	// what names the resource in the pages' notes.
+	what string
+	inf  toolscache.SharedIndexInformer
+	// stop ends the informer; nil until it runs.
+	stop context.CancelFunc
+	// changed tells the pages that the source's failure came or went.
+	changed func()
+
+	mu sync.Mutex
+	// failure is the last list or watch error, and since when the host
+	// has failed; an established watch clears it.
+	failure string
+	since   time.Time
+}
+
+// newSource returns the source of gvr in namespace ("" for all), whose
+// every change is a new version. Its list and watch calls go through the
+// source, which sees them succeed or fail.
+func (d *dashboard) newSource(gvr schema.GroupVersionResource, namespace, what string) *source {
+	s := &source{what: what, changed: d.changed}
+	res := d.dyn.Resource(gvr).Namespace(namespace)
+	lw := &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			list, err := res.List(ctx, opts)
+			if err != nil {
+				s.failed("list", err)
+			}
+			return list, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			w, err := res.Watch(ctx, opts)
+			if err != nil {
+				s.failed("watch", err)
+			} else {
+				s.recovered()
+			}
+			return w, err
+		},
+	}
+	s.inf = toolscache.NewSharedIndexInformerWithOptions(toolscache.ToListWatcherWithWatchListSemantics(lw, d.dyn),
+		&unstructured.Unstructured{}, toolscache.SharedIndexInformerOptions{ObjectDescription: gvr.String()})
+	_ = s.inf.SetTransform(func(obj any) (any, error) {
 		if u, ok := obj.(*unstructured.Unstructured); ok {
 			u.SetManagedFields(nil)
 		}
 		return obj, nil
 	})
-	_, _ = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	// What ends an established watch reaches the informer's handler only.
+	// The failed list or watch call before it is already recorded, in the
+	// host's own words rather than the reflector's wrapping.
+	_ = s.inf.SetWatchErrorHandler(func(_ *toolscache.Reflector, err error) {
+		s.mu.Lock()
+		recorded := s.failure != ""
+		s.mu.Unlock()
+		if !recorded {
+			s.failed("watch", err)
+		}
+	})
+	_, _ = s.inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { d.changed() },
 		UpdateFunc: func(_, _ any) { d.changed() },
 		DeleteFunc: func(any) { d.changed() },
 	})
-	return inf
+	return s
 }
 
-// watchType starts watching the federated type of a FederatedTypeConfig.
-func (d *dashboard) watchType(obj any) {
-	ftc, err := typeConfigOf(obj)
-	if err != nil {
+// failed records a list or watch error. A watch that expired or ended is
+// renewed by the informer, and the end of the run is no failure.
+func (s *source) failed(op string, err error) {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, context.Canceled) ||
+		apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
 		return
 	}
-	fed := ftc.Spec.FederatedType
-	if fed.PluralName == "" || fed.Version == "" {
-		return
+	msg := fmt.Sprintf("Cannot %s %s: %v", op, s.what, err)
+	s.mu.Lock()
+	if s.failure == "" {
+		s.since = time.Now()
 	}
-	// A cluster-scoped type is listed across namespaces only when all of
-	// them are shown.
-	if !fed.Namespaced() && d.namespace != "" {
-		return
+	news := s.failure != msg
+	s.failure = msg
+	s.mu.Unlock()
+	if news {
+		s.changed()
 	}
-	gvr := gvrOf(fed)
+}
+
+// recovered clears the failure: the source is watched again.
+func (s *source) recovered() {
+	s.mu.Lock()
+	had := s.failure != ""
+	s.failure = ""
+	s.mu.Unlock()
+	if had {
+		s.changed()
+	}
+}
+
+// problem is the source's failure as the pages say it; "" when there is
+// none.
+func (s *source) problem() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failure == "" {
+		return ""
+	}
+	msg := s.failure + " (since " + s.since.Format("15:04:05") + ")"
+	if s.inf.HasSynced() {
+		msg += "; shown as last read"
+	}
+	return msg
+}
+
+// run starts the source in d.ctx, and a new version once it has synced:
+// a first list that is empty calls no handler, and pages must still stop
+// waiting for it. d.mu is held.
+func (d *dashboard) run(s *source) {
+	ctx, cancel := context.WithCancel(d.ctx)
+	s.stop = cancel
+	go s.inf.RunWithContext(ctx)
+	go func() {
+		select {
+		case <-s.inf.HasSyncedChecker().Done():
+			d.changed()
+		case <-ctx.Done():
+		}
+	}()
+}
+
+// syncTypes watches the federated types the FederatedTypeConfigs name, and
+// stops watching those they no longer name (deleted, or another version).
+func (d *dashboard) syncTypes() {
+	wanted := map[schema.GroupVersionResource]bool{}
+	for _, obj := range d.typeConfigs.inf.GetStore().List() {
+		ftc, err := typeConfigOf(obj)
+		if err != nil {
+			continue
+		}
+		fed := ftc.Spec.FederatedType
+		if fed.PluralName == "" || fed.Version == "" {
+			continue
+		}
+		// A cluster-scoped type is listed across namespaces only when all of
+		// them are shown.
+		if !fed.Namespaced() && d.namespace != "" {
+			continue
+		}
+		wanted[gvrOf(fed)] = true
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if _, ok := d.types[gvr]; ok {
-		return
+	for gvr, s := range d.types {
+		if !wanted[gvr] {
+			if s.stop != nil {
+				s.stop()
+			}
+			delete(d.types, gvr)
+		}
 	}
-	inf := d.watch(d.objects, gvr)
-	_ = inf.SetWatchErrorHandler(func(_ *toolscache.Reflector, err error) {
-		d.mu.Lock()
-		d.typeErrors[gvr] = err.Error()
-		d.mu.Unlock()
-		d.changed()
-	})
-	d.types[gvr] = inf
-	if d.stop != nil {
-		d.objects.Start(d.stop)
+	for gvr := range wanted {
+		if _, ok := d.types[gvr]; ok {
+			continue
+		}
+		s := d.newSource(gvr, d.namespace, gvr.GroupResource().String()+inNamespace(d.namespace))
+		d.types[gvr] = s
+		if d.ctx != nil {
+			d.run(s)
+		}
 	}
 }
 
-// start runs the informers until ctx ends.
+// start runs the sources until ctx ends.
 func (d *dashboard) start(ctx context.Context) {
 	d.mu.Lock()
-	d.stop = ctx.Done()
-	d.mu.Unlock()
-	d.control.Start(ctx.Done())
-	d.objects.Start(ctx.Done())
+	defer d.mu.Unlock()
+	d.ctx = ctx
+	for _, s := range []*source{d.clusters, d.typeConfigs, d.preferences} {
+		d.run(s)
+	}
+	for _, s := range d.types {
+		d.run(s)
+	}
 }
 
 // changed records a change and wakes the live streams.
@@ -275,7 +436,9 @@ func (d *dashboard) subscribe() (<-chan struct{}, func()) {
 
 // snapshot is the federation at one version, as the pages show it.
 type snapshot struct {
-	version     uint64
+	version uint64
+	built   time.Time
+	// synced is false while a source has neither been read nor failed.
 	synced      bool
 	clusters    []corev1beta1.KubeFedCluster
 	typeConfigs []corev1beta1.FederatedTypeConfig
@@ -285,36 +448,47 @@ type snapshot struct {
 	objects map[dashKey]*unstructured.Unstructured
 	// counts are the number of objects of each federated kind.
 	counts map[string]int
+	// hostErrors say which sources the host does not let be read.
+	hostErrors []string
 	// problems are the report's objects whose status could not be read.
 	problems []string
 }
 
 type dashKey struct{ kind, namespace, name string }
 
-// current is the snapshot of the latest version, built at most once per
-// version however many pages ask.
+// current is a snapshot that holds every change made before the call. A
+// snapshot is built at most once per rebuildEvery however many pages ask,
+// so that a federation that changes all the time costs one build per
+// interval, not one per open page and change. One built before all the
+// sources were read is never reused: a source whose first list is empty
+// becomes read without a change.
 func (d *dashboard) current() *snapshot {
+	v := d.version.Load()
 	d.snapMu.Lock()
 	defer d.snapMu.Unlock()
-	v := d.version.Load()
-	if d.snap != nil && d.snap.version == v {
+	if d.snap != nil && d.snap.synced && d.snap.version >= v {
 		return d.snap
 	}
-	d.snap = d.build(v)
+	if d.snap != nil {
+		time.Sleep(time.Until(d.snap.built.Add(d.rebuildEvery)))
+	}
+	d.snap = d.build(d.version.Load())
 	return d.snap
 }
 
 func (d *dashboard) build(v uint64) *snapshot {
-	s := &snapshot{version: v, objects: map[dashKey]*unstructured.Unstructured{}, counts: map[string]int{}}
-	s.synced = d.clusters.HasSynced() && d.typeConfigs.HasSynced()
-	for _, obj := range d.clusters.GetStore().List() {
+	s := &snapshot{version: v, built: time.Now(), synced: true, objects: map[dashKey]*unstructured.Unstructured{}, counts: map[string]int{}}
+	for _, src := range []*source{d.clusters, d.typeConfigs, d.preferences} {
+		s.note(src)
+	}
+	for _, obj := range d.clusters.inf.GetStore().List() {
 		var c corev1beta1.KubeFedCluster
 		if err := fromUnstructured(obj, &c); err == nil {
 			s.clusters = append(s.clusters, c)
 		}
 	}
 	known := map[schema.GroupVersionResource]bool{}
-	for _, obj := range d.typeConfigs.GetStore().List() {
+	for _, obj := range d.typeConfigs.inf.GetStore().List() {
 		ftc, err := typeConfigOf(obj)
 		if err != nil {
 			continue
@@ -323,7 +497,7 @@ func (d *dashboard) build(v uint64) *snapshot {
 		known[gvrOf(ftc.Spec.FederatedType)] = true
 	}
 	sort.Slice(s.typeConfigs, func(i, j int) bool { return s.typeConfigs[i].Name < s.typeConfigs[j].Name })
-	for _, obj := range d.preferences.GetStore().List() {
+	for _, obj := range d.preferences.inf.GetStore().List() {
 		var p schedulingv1alpha1.ReplicaSchedulingPreference
 		if err := fromUnstructured(obj, &p); err == nil {
 			s.preferences = append(s.preferences, p)
@@ -331,27 +505,24 @@ func (d *dashboard) build(v uint64) *snapshot {
 	}
 
 	d.mu.Lock()
-	informers := make([]toolscache.SharedIndexInformer, 0, len(d.types))
-	for gvr, inf := range d.types {
+	gvrs := make([]schema.GroupVersionResource, 0, len(d.types))
+	for gvr := range d.types {
 		// A type whose FederatedTypeConfig went away is no longer shown.
-		if !known[gvr] {
-			continue
+		if known[gvr] {
+			gvrs = append(gvrs, gvr)
 		}
-		informers = append(informers, inf)
-		if inf.HasSynced() {
-			continue
-		}
-		if msg := d.typeErrors[gvr]; msg != "" {
-			// Unreadable, perhaps for good: said, not waited for.
-			s.problems = append(s.problems, fmt.Sprintf("%s cannot be read: %s", gvr.Resource, msg))
-			continue
-		}
-		s.synced = false
+	}
+	sort.Slice(gvrs, func(i, j int) bool { return gvrs[i].String() < gvrs[j].String() })
+	sources := make([]*source, 0, len(gvrs))
+	for _, gvr := range gvrs {
+		sources = append(sources, d.types[gvr])
 	}
 	d.mu.Unlock()
 	var objects []unstructured.Unstructured
-	for _, inf := range informers {
-		for _, obj := range inf.GetStore().List() {
+	for _, src := range sources {
+		// Unreadable, perhaps for good: said, not waited for.
+		s.note(src)
+		for _, obj := range src.inf.GetStore().List() {
 			u, ok := obj.(*unstructured.Unstructured)
 			if !ok {
 				continue
@@ -379,6 +550,16 @@ func (d *dashboard) build(v uint64) *snapshot {
 	}
 	s.report = report
 	return s
+}
+
+// note adds what keeps src from being read, or waits for it while it is
+// being read for the first time.
+func (s *snapshot) note(src *source) {
+	if msg := src.problem(); msg != "" {
+		s.hostErrors = append(s.hostErrors, msg)
+	} else if !src.inf.HasSynced() {
+		s.synced = false
+	}
 }
 
 func typeConfigOf(obj any) (*corev1beta1.FederatedTypeConfig, error) {
@@ -463,7 +644,10 @@ func (d *dashboard) eventsOf(ctx context.Context, kind, namespace, name string) 
 			delete(d.events, k)
 		}
 	}
-	d.events[key] = cachedEvents{rows: rows, err: err, at: time.Now()}
+	// A request that went away is no answer for the next viewer.
+	if ctx.Err() == nil {
+		d.events[key] = cachedEvents{rows: rows, err: err, at: time.Now()}
+	}
 	d.eventsMu.Unlock()
 	return slices.Clone(rows), err
 }
@@ -510,6 +694,9 @@ type eventRow struct {
 // allowedHost reports whether a request's Host names the address served:
 // a page of another site that resolves its own name to 127.0.0.1 (DNS
 // rebinding) must not read the federation with the user's credentials.
+// Served on a wildcard address, the dashboard is meant to be reached by
+// any of the machine's names; the token, in a cookie that the browser
+// keeps for the name it was given under, is the guard then.
 func allowedHost(requestHost, served string) bool {
 	host := requestHost
 	if h, _, err := net.SplitHostPort(requestHost); err == nil {
@@ -519,10 +706,13 @@ func allowedHost(requestHost, served string) bool {
 	if err != nil {
 		servedHost = served
 	}
+	if ip := net.ParseIP(servedHost); servedHost == "" || ip != nil && ip.IsUnspecified() {
+		return true
+	}
 	host = strings.Trim(host, "[]")
 	switch host {
 	case "localhost", "127.0.0.1", "::1":
 		return true
 	}
-	return host == servedHost && servedHost != "" && servedHost != "0.0.0.0" && servedHost != "::"
+	return host == servedHost
 }

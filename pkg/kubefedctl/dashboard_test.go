@@ -3,24 +3,32 @@ package kubefedctl
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 var (
@@ -121,7 +129,12 @@ func newDashFixture(t testing.TB, objects ...runtime.Object) *dashFixture {
 // the fixture's base objects and extra ones of more kinds.
 func newDashFixtureWith(t testing.TB, kinds map[schema.GroupVersionResource]string, extra []runtime.Object, objects ...runtime.Object) *dashFixture {
 	t.Helper()
-	fixClock(t)
+	return startDashFixture(t, dashHost(kinds, slices.Concat(extra, objects)...), len(objects))
+}
+
+// dashHost is a host with the fixture's base objects and objects, whose
+// lists of more kinds are named in kinds.
+func dashHost(kinds map[schema.GroupVersionResource]string, objects ...runtime.Object) *dynamicfake.FakeDynamicClient {
 	listKinds := map[schema.GroupVersionResource]string{
 		kubeFedClustersGVR: "KubeFedClusterList",
 		typeConfigsGVR:     "FederatedTypeConfigList",
@@ -143,7 +156,14 @@ func newDashFixtureWith(t testing.TB, kinds map[schema.GroupVersionResource]stri
 			}},
 		}),
 	}
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, slices.Concat(base, extra, objects)...)
+	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, slices.Concat(base, objects)...)
+}
+
+// startDashFixture serves the dashboard of dyn once it has read dyn and
+// holds at least objects federated objects.
+func startDashFixture(t testing.TB, dyn *dynamicfake.FakeDynamicClient, objects int) *dashFixture {
+	t.Helper()
+	fixClock(t)
 	kube := kubefake.NewClientset(&corev1.Event{
 		ObjectMeta:     metav1.ObjectMeta{Name: "web.1", Namespace: "demo"},
 		InvolvedObject: corev1.ObjectReference{Kind: "FederatedDeployment", Namespace: "demo", Name: "web"},
@@ -155,16 +175,22 @@ func newDashFixtureWith(t testing.TB, kinds map[schema.GroupVersionResource]stri
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	d.start(ctx)
-	deadline := time.Now().Add(60 * time.Second)
-	for !d.current().synced || len(d.current().objects) < len(objects) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the dashboard did not sync: %d objects", len(d.current().objects))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitDash(t, "the dashboard to sync", func() bool { s := d.current(); return s.synced && len(s.objects) >= objects })
 	srv := httptest.NewServer(d.handler("127.0.0.1:0", dashToken))
 	t.Cleanup(srv.Close)
 	return &dashFixture{d: d, dyn: dyn, srv: srv}
+}
+
+// waitDash waits until done, for at most a minute.
+func waitDash(t testing.TB, what string, done func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !done() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // dashToken is the fixtures' run token; requests carry it in the cookie.
@@ -176,7 +202,7 @@ func dashRequest(t testing.TB, url string) *http.Request {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.AddCookie(&http.Cookie{Name: tokenCookie, Value: dashToken})
+	req.AddCookie(&http.Cookie{Name: tokenCookieName("127.0.0.1:0"), Value: dashToken})
 	return req
 }
 
@@ -345,7 +371,7 @@ func TestDashboardAnswersItsOwnAddressOnly(t *testing.T) {
 		req := httptest.NewRequest(method, target, nil)
 		req.Host = host
 		if withCookie {
-			req.AddCookie(&http.Cookie{Name: tokenCookie, Value: dashToken})
+			req.AddCookie(&http.Cookie{Name: tokenCookieName("127.0.0.1:8001"), Value: dashToken})
 		}
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
@@ -421,9 +447,11 @@ func BenchmarkDashboard10000(b *testing.B) {
 	get := func(path string) *http.Request {
 		req := httptest.NewRequest(http.MethodGet, path, nil)
 		req.Host = "127.0.0.1"
-		req.AddCookie(&http.Cookie{Name: tokenCookie, Value: dashToken})
+		req.AddCookie(&http.Cookie{Name: tokenCookieName("127.0.0.1:0"), Value: dashToken})
 		return req
 	}
+	// What a build costs, not the wait between builds.
+	f.d.rebuildEvery = 0
 	b.Run("rebuild+page", func(b *testing.B) {
 		for b.Loop() {
 			f.d.changed()
@@ -459,4 +487,255 @@ func TestDashboardShowsObjectsWithUnreadableStatus(t *testing.T) {
 	if strings.Contains(body, "FederatedConfigMap demo/fine is shown without") {
 		t.Error("a readable object is reported unreadable")
 	}
+	if strings.Contains(body, "Shown without its status: ") {
+		t.Error("the note says it twice")
+	}
+}
+
+// What the host does not let the dashboard read is said at the top of
+// every page, in the host's words, until it can be read again: a
+// forbidden list instead of "Still reading the federation…" forever, a
+// broken watch instead of stale data shown as live.
+func TestDashboardShowsHostErrors(t *testing.T) {
+	dyn := dashHost(nil, configMap("demo", "settings"))
+	var forbidden, watchBroken atomic.Bool
+	forbidden.Store(true)
+	watchBroken.Store(true)
+	dyn.PrependReactor("list", "kubefedclusters", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if forbidden.Load() {
+			return true, nil, apierrors.NewForbidden(kubeFedClustersGVR.GroupResource(), "",
+				fmt.Errorf(`User "bob" cannot list resource "kubefedclusters" in API group "core.kubefed.io" in the namespace %q`, testNamespace))
+		}
+		return false, nil, nil
+	})
+	dyn.PrependWatchReactor("federatedconfigmaps", func(k8stesting.Action) (bool, watch.Interface, error) {
+		if watchBroken.Load() {
+			return true, nil, errors.New("connection refused")
+		}
+		return false, nil, nil
+	})
+	f := startDashFixture(t, dyn, 1)
+	waitDash(t, "both failures", func() bool { return len(f.d.current().hostErrors) == 2 })
+
+	_, body := f.get(t, "/objects")
+	mustContain(t, "/objects", body,
+		`<p class="note failed host-error">Cannot list KubeFedClusters in namespace &#34;`+testNamespace+`&#34;: kubefedclusters.core.kubefed.io is forbidden: User &#34;bob&#34; cannot list`,
+		`<p class="note failed host-error">Cannot watch federatedconfigmaps.types.kubefed.io: connection refused (since `,
+		`; shown as last read</p>`, `data-name="settings"`)
+	for _, wrong := range []string{"Still reading the federation", dashToken} {
+		if strings.Contains(body, wrong) {
+			t.Errorf("/objects shows %q", wrong)
+		}
+	}
+
+	forbidden.Store(false)
+	watchBroken.Store(false)
+	waitDash(t, "the host to be read again", func() bool {
+		s := f.d.current()
+		return len(s.hostErrors) == 0 && len(s.clusters) == 2
+	})
+	_, body = f.get(t, "/clusters")
+	if strings.Contains(body, "host-error") || !strings.Contains(body, `id="cluster-member1"`) {
+		t.Errorf("/clusters after the host recovered:\n%s", body)
+	}
+}
+
+// Two runs on one machine (cookies ignore ports) keep their own token
+// cookies: the first run's tab is not locked out by the second.
+func TestDashboardRunsOnTwoPortsAtOnce(t *testing.T) {
+	d := newDashboard(dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), kubefake.NewClientset(), testNamespace, "")
+	serve := func(token string) *httptest.Server {
+		srv := httptest.NewUnstartedServer(nil)
+		srv.Config.Handler = d.handler(srv.Listener.Addr().String(), token)
+		srv.Start()
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	browser := &http.Client{Jar: jar}
+	get := func(url string) int {
+		resp, err := browser.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	first, second := serve("0123456789abcdef0123456789abcdef"), serve("fedcba9876543210fedcba9876543210")
+	for _, open := range []string{first.URL + "/static/style.css?token=0123456789abcdef0123456789abcdef",
+		second.URL + "/static/style.css?token=fedcba9876543210fedcba9876543210", first.URL + "/static/style.css", second.URL + "/static/style.css"} {
+		if code := get(open); code != http.StatusOK {
+			t.Errorf("%s: %d", open, code)
+		}
+	}
+}
+
+// On a wildcard address the printed URL is one a browser can open, and
+// the dashboard answers it and the machine's other names.
+func TestDashboardOnWildcardAddress(t *testing.T) {
+	for _, served := range []string{"0.0.0.0:8001", "[::]:8001"} {
+		addr, err := net.ResolveTCPAddr("tcp", served)
+		if err != nil {
+			t.Fatal(err)
+		}
+		printed, err := url.Parse(dashboardURL(addr, dashToken))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ip := net.ParseIP(printed.Hostname()); ip != nil && ip.IsUnspecified() || printed.Port() != "8001" || printed.Query().Get("token") != dashToken {
+			t.Errorf("%s: printed %s", served, printed)
+		}
+		h := newDashboard(dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), kubefake.NewClientset(), testNamespace, "").handler(served, dashToken)
+		for _, host := range []string{printed.Host, "workstation.example:8001", "192.0.2.7:8001", "127.0.0.1:8001"} {
+			req := httptest.NewRequest(http.MethodGet, "/", nil)
+			req.Host = host
+			req.AddCookie(&http.Cookie{Name: tokenCookieName(served), Value: dashToken})
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != http.StatusFound {
+				t.Errorf("served on %s, Host %s: %d", served, host, rec.Code)
+			}
+		}
+	}
+	if got := dashboardURL(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8001}, dashToken); got != "http://127.0.0.1:8001/?token="+dashToken {
+		t.Errorf("on loopback: %s", got)
+	}
+}
+
+// A snapshot built before the host was read is not reused once it has
+// been: a host whose lists are empty is read without any change.
+func TestDashboardSnapshotAfterEmptyLists(t *testing.T) {
+	d := newDashboard(dashEmptyHost(), kubefake.NewClientset(), testNamespace, "")
+	d.rebuildEvery = 0
+	if d.current().synced {
+		t.Fatal("synced before reading")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// The informers alone, without start: the snapshot must not rely on a
+	// change to be rebuilt.
+	for _, s := range []*source{d.clusters, d.typeConfigs, d.preferences} {
+		go s.inf.RunWithContext(ctx)
+	}
+	waitDash(t, "the informers to sync", func() bool {
+		return d.clusters.inf.HasSynced() && d.typeConfigs.inf.HasSynced() && d.preferences.inf.HasSynced()
+	})
+	if !d.current().synced {
+		t.Error("still reading after the host was read")
+	}
+}
+
+// Open pages hear when the host has been read, though empty lists make no
+// change: each source's sync is a new version.
+func TestDashboardAnnouncesSync(t *testing.T) {
+	d := newDashboard(dashEmptyHost(), kubefake.NewClientset(), testNamespace, "")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d.start(ctx)
+	waitDash(t, "a version per synced source", func() bool { return d.version.Load() >= 3 })
+}
+
+func dashEmptyHost() *dynamicfake.FakeDynamicClient {
+	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		kubeFedClustersGVR: "KubeFedClusterList", typeConfigsGVR: "FederatedTypeConfigList", preferencesGVR: "ReplicaSchedulingPreferenceList",
+	})
+}
+
+// A request that went away does not leave its canceled events list to the
+// next viewer.
+func TestDashboardEventsOfCanceledRequest(t *testing.T) {
+	kube := kubefake.NewClientset(&corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: "web.1", Namespace: "demo"},
+		InvolvedObject: corev1.ObjectReference{Kind: "FederatedDeployment", Namespace: "demo", Name: "web"},
+		Reason:         "Created",
+	})
+	var lists atomic.Int32
+	kube.PrependReactor("list", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if lists.Add(1) == 1 {
+			return true, nil, context.Canceled
+		}
+		return false, nil, nil
+	})
+	d := newDashboard(dashEmptyHost(), kube, testNamespace, "")
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := d.eventsOf(gone, "FederatedDeployment", "demo", "web"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("canceled request: %v", err)
+	}
+	rows, err := d.eventsOf(context.Background(), "FederatedDeployment", "demo", "web")
+	if err != nil || len(rows) != 1 {
+		t.Errorf("the next viewer got %v, %v", rows, err)
+	}
+}
+
+// Under churn, snapshots are built at most once per interval however often
+// pages ask, and never miss a change made before the page asked.
+func TestDashboardRebuildsAtMostOncePerInterval(t *testing.T) {
+	f := newDashFixture(t)
+	const every = 100 * time.Millisecond
+	f.d.rebuildEvery = every
+	var last *snapshot
+	for range 4 {
+		f.d.changed()
+		v := f.d.version.Load()
+		s := f.d.current()
+		if s.version < v {
+			t.Errorf("snapshot of version %d after change %d", s.version, v)
+		}
+		if last != nil && s.built.Sub(last.built) < every {
+			t.Errorf("built %v after the last", s.built.Sub(last.built))
+		}
+		last = s
+	}
+}
+
+// The informer of a federated type stops when no FederatedTypeConfig names
+// it any more: deleted, or moved to another version.
+func TestDashboardStopsTypesNoLongerConfigured(t *testing.T) {
+	cmV2 := schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta2", Resource: "federatedconfigmaps"}
+	f := newDashFixtureWith(t, map[schema.GroupVersionResource]string{cmV2: "FederatedConfigMapList"}, nil, configMap("demo", "settings"))
+	sourceOf := func(gvr schema.GroupVersionResource) *source {
+		f.d.mu.Lock()
+		defer f.d.mu.Unlock()
+		return f.d.types[gvr]
+	}
+	deployments, configMaps := sourceOf(dashDeployGVR), sourceOf(dashCMGVR)
+	if deployments == nil || configMaps == nil {
+		t.Fatal("the federated types are not watched")
+	}
+	ctx := context.Background()
+	ftcs := f.dyn.Resource(typeConfigsGVR).Namespace(testNamespace)
+	if err := ftcs.Delete(ctx, "deployments.apps", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ftc, err := ftcs.Get(ctx, "configmaps", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(ftc.Object, "v1beta2", "spec", "federatedType", "version"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ftcs.Update(ctx, ftc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitDash(t, "the new version to be watched", func() bool { s := sourceOf(cmV2); return s != nil && s.inf.HasSynced() })
+	waitDash(t, "the old informers to stop", func() bool { return deployments.inf.IsStopped() && configMaps.inf.IsStopped() })
+	if sourceOf(dashDeployGVR) != nil || sourceOf(dashCMGVR) != nil {
+		t.Error("stopped types are still listed")
+	}
+}
+
+// The live script and the pages agree: the filter form is the one kept
+// while the user fills it in, and tabs in the background pause.
+func TestDashboardLiveScriptContract(t *testing.T) {
+	f := newDashFixture(t)
+	_, body := f.get(t, "/objects?fragment=1")
+	if !regexp.MustCompile(`^\s*(<p[^>]*>[^<]*</p>\s*)*<form class="filters"[^>]* data-keep>`).MatchString(body) {
+		t.Errorf("the filter form is not a direct part of main marked data-keep:\n%.400s", body)
+	}
+	_, script := f.get(t, "/static/live.js")
+	mustContain(t, "live.js", script, `form[data-keep]`, `"visibilitychange"`, "source.close()")
 }

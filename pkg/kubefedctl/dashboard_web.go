@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html/template"
 	"io/fs"
+	"net"
 	"net/http"
 	"net/url"
 	"sort"
@@ -48,10 +49,21 @@ var dashboardPages = func() map[string]*template.Template {
 // the live stream and fetches need not.
 const tokenCookie = "kubefed-dashboard"
 
+// tokenCookieName is the token cookie of the run serving at served.
+// Cookies ignore ports: two runs on one machine, on 8001 and 9000, must
+// not overwrite each other's.
+func tokenCookieName(served string) string {
+	if _, port, err := net.SplitHostPort(served); err == nil && port != "" {
+		return tokenCookie + "-" + port
+	}
+	return tokenCookie
+}
+
 // handler serves the pages; served is the listening address, which
 // requests must be addressed to, and token the run's secret, which the
 // first request brings in its URL and later ones in a cookie.
 func (d *dashboard) handler(served, token string) http.Handler {
+	cookie := tokenCookieName(served)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/objects", http.StatusFound)
@@ -78,7 +90,7 @@ func (d *dashboard) handler(served, token string) http.Handler {
 				http.Error(w, "wrong token: open the URL kubefedctl dashboard printed", http.StatusUnauthorized)
 				return
 			}
-			http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+			http.SetCookie(w, &http.Cookie{Name: cookie, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
 			u := *r.URL
 			q := u.Query()
 			q.Del("token")
@@ -86,7 +98,7 @@ func (d *dashboard) handler(served, token string) http.Handler {
 			http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
 			return
 		}
-		if c, err := r.Cookie(tokenCookie); err != nil || !sameToken(c.Value, token) {
+		if c, err := r.Cookie(cookie); err != nil || !sameToken(c.Value, token) {
 			http.Error(w, "open the URL kubefedctl dashboard printed: it carries this run's token", http.StatusUnauthorized)
 			return
 		}
@@ -104,6 +116,8 @@ type pageData struct {
 	Nav     string
 	Version uint64
 	Synced  bool
+	// HostErrors say what the host does not let be read.
+	HostErrors []string
 	// Problems are objects that could not be read as they are.
 	Problems []string
 	View     any
@@ -115,7 +129,7 @@ func (d *dashboard) page(name string, view func(*snapshot, *http.Request) (strin
 	return func(w http.ResponseWriter, r *http.Request) {
 		s := d.current()
 		title, v, code := view(s, r)
-		data := pageData{Title: title, Nav: name, Version: s.version, Synced: s.synced, Problems: s.problems, View: v}
+		data := pageData{Title: title, Nav: name, Version: s.version, Synced: s.synced, HostErrors: s.hostErrors, Problems: s.problems, View: v}
 		tmpl := "layout.html"
 		if r.URL.Query().Get("fragment") == "1" {
 			tmpl = "main"

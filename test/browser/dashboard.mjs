@@ -7,10 +7,12 @@
 //
 // It checks that the matrix shows the failed placement in red, that clicking
 // it shows the member's error message, that the RSP-scheduled "spread" draws
-// its split as bars, and that an object created with
-// kubectl ($KUBECTL, a command line) appears without a reload; it takes a
-// screenshot of every page into $SCREENSHOTS. Any failure exits non-zero
-// with a message.
+// its split as bars, that an object created with
+// kubectl ($KUBECTL, a command line) appears without a reload and without
+// taking away a filter being typed, and that tabs in the background pause
+// their live stream, leaving connections for more tabs, and catch up when
+// back; it takes a screenshot of every page into $SCREENSHOTS. Any failure
+// exits non-zero with a message.
 import { execFileSync } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
@@ -60,7 +62,9 @@ async function launch() {
 
 const browser = await launch();
 try {
-  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  // One context, so that the tabs opened below share the token's cookie.
+  const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+  const page = await context.newPage();
   page.setDefaultTimeout(15000);
 
   // Without the token nothing is served.
@@ -90,21 +94,57 @@ try {
   check(/must be greater than or equal to 0/.test(text), `the object page shows "${text}", not the member's error`);
   await page.screenshot({ path: join(shots, "dashboard-object.png"), fullPage: true });
 
-  // A change made with kubectl appears live: no reload (the marker stays).
+  // A change made with kubectl appears live: no reload (the marker stays),
+  // and a filter being typed stays as typed, with the focus.
   await page.goto(`${base}/objects?ns=${namespace}`);
   await page.locator("#live.on").waitFor();
   await page.evaluate(() => { window.kubefedMarker = "not reloaded"; });
-  const manifest = JSON.stringify({
-    apiVersion: "types.kubefed.io/v1beta1", kind: "FederatedConfigMap",
-    metadata: { name: "live", namespace },
-    spec: { template: { data: { k: "v" } }, placement: { clusterSelector: {} } },
+  const search = page.locator('form.filters input[name="q"]');
+  await search.click();
+  await search.pressSequentially("liv");
+  const apply = (name) => execFileSync(kubectl[0], [...kubectl.slice(1), "apply", "-f", "-"], {
+    input: JSON.stringify({
+      apiVersion: "types.kubefed.io/v1beta1", kind: "FederatedConfigMap",
+      metadata: { name, namespace },
+      spec: { template: { data: { k: "v" } }, placement: { clusterSelector: {} } },
+    }),
+    stdio: ["pipe", "inherit", "inherit"],
   });
   const started = Date.now();
-  execFileSync(kubectl[0], [...kubectl.slice(1), "apply", "-f", "-"], { input: manifest, stdio: ["pipe", "inherit", "inherit"] });
+  apply("live");
   await page.locator('tr[data-name="live"]').waitFor({ timeout: 10000 });
   const seenAfter = Date.now() - started;
   check(await page.evaluate(() => window.kubefedMarker) === "not reloaded", "the page was reloaded to show the change");
+  check(await search.inputValue() === "liv", `the filter being typed reads "${await search.inputValue()}" after the update`);
+  check(await search.evaluate((el) => el === document.activeElement), "the filter being typed lost the focus");
   console.log(`live: the new object appeared ${seenAfter} ms after kubectl apply returned or began`);
+
+  // Tabs in the background let go of their live stream: with a stream held
+  // by every tab, the browser's six connections to the host ran out and
+  // the next tab never loaded. Headless pages are all visible; each tab is
+  // sent to the background by hand once it is live.
+  const setHidden = (tab, hidden) => tab.evaluate((h) => {
+    Object.defineProperty(document, "hidden", { configurable: true, get: () => h });
+    Object.defineProperty(document, "visibilityState", { configurable: true, get: () => (h ? "hidden" : "visible") });
+    document.dispatchEvent(new Event("visibilitychange"));
+  }, hidden);
+  const tabs = [];
+  for (let i = 0; i < 8; i++) {
+    const tab = await context.newPage();
+    tabs.push(tab);
+    await tab.goto(`${base}/objects?ns=${namespace}`);
+    await tab.locator("#live.on").waitFor();
+    await setHidden(tab, true);
+    await tab.locator("#live.off").waitFor();
+  }
+  // Back in front, a tab catches up with what changed while it was paused.
+  apply("while-paused");
+  await setHidden(tabs[0], false);
+  await tabs[0].locator("#live.on").waitFor();
+  await tabs[0].locator('tr[data-name="while-paused"]').waitFor({ timeout: 10000 });
+  for (const tab of tabs) {
+    await tab.close();
+  }
 
   // An RSP's split is drawn as bars, widths in proportion (4 and 2 of 6).
   await page.goto(`${base}/object?kind=FederatedDeployment&ns=${namespace}&name=spread`);
