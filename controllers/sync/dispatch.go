@@ -4,6 +4,8 @@ import (
 	"context"
 	gosync "sync"
 	"time"
+
+	"k8s.io/client-go/util/workqueue"
 )
 
 // dispatchItem is one federated object of one type, in one member's queue.
@@ -17,15 +19,20 @@ type clusterDispatcher struct {
 	e       *Engine
 	cluster string
 	queue   *workQueue[dispatchItem]
-	cancel  context.CancelFunc
-	done    chan struct{}
+	// failures backs off the failures that say when to try again (a
+	// create refused for a namespace not there yet, a cache behind):
+	// while one lasts its retries come no faster than the backoff allows.
+	failures workqueue.TypedRateLimiter[dispatchItem]
+	cancel   context.CancelFunc
+	done     chan struct{}
 }
 
 func newClusterDispatcher(e *Engine, cluster string) *clusterDispatcher {
 	ctx, cancel := context.WithCancel(e.ctx)
 	d := &clusterDispatcher{
 		e: e, cluster: cluster, cancel: cancel, done: make(chan struct{}),
-		queue: newQueue[dispatchItem]("cluster-" + cluster),
+		queue:    newQueue[dispatchItem]("cluster-" + cluster),
+		failures: workqueue.NewTypedItemExponentialFailureRateLimiter[dispatchItem](100*time.Millisecond, time.Minute),
 	}
 	go func() {
 		<-ctx.Done()
@@ -65,12 +72,12 @@ func (d *clusterDispatcher) processNext(ctx context.Context) bool {
 	defer d.queue.Done(item)
 	w := d.e.worker(item.typeConfig)
 	if w == nil {
-		d.queue.Forget(item)
+		d.forget(item)
 		return true
 	}
 	p := w.planFor(item.key, d.cluster)
 	if p == nil {
-		d.queue.Forget(item)
+		d.forget(item)
 		return true
 	}
 	o, done := w.execute(ctx, d.cluster, item.key, p)
@@ -91,15 +98,34 @@ func (d *clusterDispatcher) processNext(ctx context.Context) bool {
 	switch {
 	case o.requeue > 0:
 		d.queue.Forget(item)
-		enqueue(d.queue, item, priority, o.requeue)
+		enqueue(d.queue, item, priority, d.retryAfter(item, o))
 	case retriable(o.status):
 		// A write the member refused or did not answer is tried again
 		// with this member's backoff, as its trouble may pass.
 		retryLater(d.queue, item, priority)
 	default:
-		d.queue.Forget(item)
+		d.forget(item)
 	}
 	return true
+}
+
+// retryAfter is when to try an item again whose outcome says when: then,
+// unless it failed, in which case no sooner than its backoff, which grows
+// while the failure lasts. A member that refuses every create (its
+// admission denies the namespace) would otherwise be sent each object's
+// create every second, using up its client's rate limit for every type.
+func (d *clusterDispatcher) retryAfter(item dispatchItem, o outcome) time.Duration {
+	if !retriable(o.status) {
+		d.failures.Forget(item)
+		return o.requeue
+	}
+	return max(o.requeue, d.failures.When(item))
+}
+
+// forget ends the item's backoffs: it is done, or no longer this member's.
+func (d *clusterDispatcher) forget(item dispatchItem) {
+	d.queue.Forget(item)
+	d.failures.Forget(item)
 }
 
 // dispatcher returns a member's dispatcher, starting it on first use.

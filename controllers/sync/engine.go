@@ -381,6 +381,7 @@ func (e *Engine) watchClusters() {
 			if n := name(obj); n != "" {
 				e.opts.Members.Remove(n)
 				e.removeDispatcher(n)
+				e.forgetWrites(n)
 				e.clusterEvent(n, true)
 			}
 		},
@@ -395,6 +396,9 @@ func (e *Engine) watchClusters() {
 // less than the unavailable delay, none of them, or of one back within it,
 // only those planned while it was not (fanOutScope).
 func (e *Engine) clusterChanged(name string) {
+	if e.pulled(name) && !e.opts.Agent {
+		e.handedToAgent(name)
+	}
 	set := e.clusterSet()
 	keys, full := e.fanOutScope(name, set, time.Now())
 	if full {
@@ -408,6 +412,15 @@ func (e *Engine) clusterChanged(name string) {
 			enqueue(w.queue, k.key, bulkPriority, 0)
 		}
 	}
+}
+
+// handedToAgent lets go of a member its agent serves now (it moved from
+// Push to Pull mode): its dispatcher, its informers, which its withdrawn
+// push credentials fed, and the records of this engine's writes to it.
+func (e *Engine) handedToAgent(name string) {
+	e.removeDispatcher(name)
+	e.opts.Members.Remove(name)
+	e.forgetWrites(name)
 }
 
 // cachedClusterSet is a cluster set and the clustersGen it was listed at.
@@ -577,6 +590,9 @@ func (e *Engine) Releasing(cluster string) {
 	if d := e.takeDispatcher(cluster); d != nil {
 		d.stop()
 	}
+	// Another replica writes to it from now on: were it handed back, a
+	// record of this one's writes would take the other's for edits.
+	e.forgetWrites(cluster)
 	e.opts.Members.Disown(cluster)
 	if e.ctx.Err() == nil {
 		e.clusterEvent(cluster, true)

@@ -100,3 +100,17 @@ func TestACopyEditedByHandIsWrittenAgain(t *testing.T) {
 		t.Error("the write is not remembered")
 	}
 }
+
+// The records of writes to a member that left, or that another replica
+// serves now, go: kept, they would grow with every member that ever left,
+// and take the other replica's writes for edits were it handed back.
+func TestWritesToAMemberThatLeftAreForgotten(t *testing.T) {
+	w := &typeWorker{written: map[writeKey]writeRecord{
+		{"member1", "ns/a"}: {hash: "h1"}, {"member1", "ns/b"}: {hash: "h2"}, {"member2", "ns/a"}: {hash: "h1"},
+	}}
+	e := &Engine{workers: map[string]*typeWorker{"configmaps": w}}
+	e.forgetWrites("member1")
+	if len(w.written) != 1 || w.written[writeKey{"member2", "ns/a"}].hash != "h1" {
+		t.Fatalf("records left: %v", w.written)
+	}
+}

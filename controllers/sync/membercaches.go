@@ -153,16 +153,16 @@ func (m *MemberCaches) Ensure(name string) bool {
 // Remove stops the caches of a member that left the federation.
 func (m *MemberCaches) Remove(name string) {
 	m.mu.Lock()
-	_, ok := m.added[name]
 	delete(m.added, name)
 	m.mu.Unlock()
-	if ok {
-		m.Manager.RemoveCluster(name)
-		// An Ensure in between may have added the member again, which
-		// the removal undid: it must not count as added, so that the next
-		// Ensure adds it (again, if it was added after the removal).
-		m.mu.Lock()
-		delete(m.added, name)
-		m.mu.Unlock()
-	}
+	// Whether or not it counts as added: an Ensure during an earlier
+	// Remove may have added it to the Manager after that removal took it
+	// out, its record undone below; removing nothing is cheap.
+	m.Manager.RemoveCluster(name)
+	// An Ensure in between may have added the member again, which the
+	// removal undid: it must not count as added, so that the next Ensure
+	// adds it (again, if it was added after the removal).
+	m.mu.Lock()
+	delete(m.added, name)
+	m.mu.Unlock()
 }

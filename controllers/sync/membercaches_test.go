@@ -78,3 +78,19 @@ func syncedMemberCaches(t *testing.T, srv *httptest.Server, gvr schema.GroupVers
 	}
 	return registry, tracker, members
 }
+
+// A member in the informer Manager that the caches do not count as added
+// (an Ensure added it again while a Remove waited for its informers, and
+// that Remove then undid the record) goes with the next Remove.
+func TestRemoveTakesAMemberAddedDuringAnEarlierRemoval(t *testing.T) {
+	srv := configMapMember(t, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"ns","resourceVersion":"5"}}`)
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	_, _, members := syncedMemberCaches(t, srv, gvr, "gone")
+	members.mu.Lock()
+	delete(members.added, "gone")
+	members.mu.Unlock()
+	members.Remove("gone")
+	if lister, _ := members.Lister("gone", gvr); lister != nil {
+		t.Fatal("the member's informers outlived its removal")
+	}
+}

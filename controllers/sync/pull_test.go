@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	fakeclient "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
@@ -142,5 +143,30 @@ func TestADeletionWaitsForAPullMemberThatNeverReported(t *testing.T) {
 	w.notePullEntry("ns/x", "uid-1", "edge")
 	if w.pullMayHold(deleted(time.Second), notReady, map[string]bool{}) {
 		t.Error("an entry seen and gone is the agent saying its copy is gone")
+	}
+}
+
+// A member that moved from Push to Pull mode is its agent's: this engine
+// lets go of its dispatcher, its informers (fed by the push credentials
+// that were withdrawn) and the records of its writes there.
+func TestAMemberHandedToItsAgentIsLetGo(t *testing.T) {
+	srv := configMapMember(t, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"ns","resourceVersion":"5"}}`)
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	_, _, members := syncedMemberCaches(t, srv, gvr, "edge")
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	w := &typeWorker{written: map[writeKey]writeRecord{{"edge", "ns/a"}: {hash: "h"}}}
+	e := &Engine{opts: Options{Members: members, Pulled: fakePulled{"edge": true}, ClusterWorkers: 1}, ctx: ctx,
+		workers: map[string]*typeWorker{"configmaps": w}, dispatchers: map[string]*clusterDispatcher{}}
+	e.dispatcher("edge")
+	e.handedToAgent("edge")
+	if e.takeDispatcher("edge") != nil {
+		t.Error("the member's dispatcher is still there")
+	}
+	if lister, _ := members.Lister("edge", gvr); lister != nil {
+		t.Error("the member's informers still run")
+	}
+	if len(w.written) != 0 {
+		t.Errorf("records of writes to the member left: %v", w.written)
 	}
 }

@@ -1173,6 +1173,20 @@ func (w *typeWorker) forgetKey(cluster, key string) {
 	w.writtenMu.Unlock()
 }
 
+// forgetWrites drops the records of every type's writes to a member that
+// left, or that another replica serves now.
+func (e *Engine) forgetWrites(cluster string) {
+	for _, w := range e.allWorkers() {
+		w.writtenMu.Lock()
+		for k := range w.written {
+			if k.cluster == cluster {
+				delete(w.written, k)
+			}
+		}
+		w.writtenMu.Unlock()
+	}
+}
+
 // sortOutcomes orders outcomes by cluster name, as status lists them.
 func sortOutcomes(outcomes []outcome) {
 	sort.Slice(outcomes, func(i, j int) bool { return outcomes[i].cluster < outcomes[j].cluster })
