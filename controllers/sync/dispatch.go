@@ -128,10 +128,17 @@ func (d *clusterDispatcher) forget(item dispatchItem) {
 	d.failures.Forget(item)
 }
 
-// dispatcher returns a member's dispatcher, starting it on first use.
+// dispatcher returns a member's dispatcher, starting it on first use; nil
+// when this engine does not serve the member (any more). Asked under the
+// lock that Releasing takes the dispatcher with, so that a plan made just
+// before a member was handed over cannot start a dispatcher after its
+// release took the last one, which nothing would stop.
 func (e *Engine) dispatcher(cluster string) *clusterDispatcher {
 	e.dispatchMu.Lock()
 	defer e.dispatchMu.Unlock()
+	if !e.serves(cluster) {
+		return nil
+	}
 	d := e.dispatchers[cluster]
 	if d == nil {
 		d = newClusterDispatcher(e, cluster)

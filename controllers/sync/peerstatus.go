@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubefed-io/kubefed/pkg/placement"
+	"github.com/kubefed-io/kubefed/pkg/sharding"
 )
 
 // One status writer per object across replicas.
@@ -586,13 +587,16 @@ func (e *Engine) PeerMessage(from string, body []byte) error {
 type peerOutbox struct {
 	e *Engine
 
+	// limit is the largest message a replica takes.
+	limit int
+
 	mu      gosync.Mutex
 	pending map[string]*peerMessage
 	sending map[string]bool
 }
 
 func newPeerOutbox(e *Engine) *peerOutbox {
-	return &peerOutbox{e: e, pending: map[string]*peerMessage{}, sending: map[string]bool{}}
+	return &peerOutbox{e: e, limit: sharding.MaxPeerMessage, pending: map[string]*peerMessage{}, sending: map[string]bool{}}
 }
 
 func (o *peerOutbox) add(to string, m peerMessage) {
@@ -630,18 +634,45 @@ func (o *peerOutbox) send(to string) {
 			return
 		}
 		o.mu.Unlock()
-		body, err := json.Marshal(m)
-		if err == nil {
-			err = o.e.opts.Peers.Send(o.e.ctx, to, body)
+		o.deliver(to, *m)
+	}
+}
+
+// deliver sends m to a replica: in parts, the events first, where it is
+// larger than a replica takes (what gathers over peerLinger in a bulk
+// fan-out, with remote statuses, can be); what cannot be sent is written
+// here.
+func (o *peerOutbox) deliver(to string, m peerMessage) {
+	body, err := json.Marshal(m)
+	if err == nil && len(body) > o.limit {
+		switch {
+		case len(m.Events) > 0 && len(m.Reports) > 0:
+			// Events first: a report can bring the status write that
+			// records them.
+			o.deliver(to, peerMessage{Events: m.Events})
+			o.deliver(to, peerMessage{Reports: m.Reports})
+			return
+		case len(m.Events) > 1:
+			o.deliver(to, peerMessage{Events: m.Events[:len(m.Events)/2]})
+			o.deliver(to, peerMessage{Events: m.Events[len(m.Events)/2:]})
+			return
+		case len(m.Reports) > 1:
+			o.deliver(to, peerMessage{Reports: m.Reports[:len(m.Reports)/2]})
+			o.deliver(to, peerMessage{Reports: m.Reports[len(m.Reports)/2:]})
+			return
 		}
-		if err != nil {
-			if o.e.ctx.Err() == nil {
-				o.e.opts.Log.V(1).Info("Cannot reach the replica that owns these objects; their entries and events are written here",
-					"replica", to, "reports", len(m.Reports), "events", len(m.Events), "error", err.Error())
-			}
-			peerSendFailures.Inc()
-			o.undelivered(*m)
+		err = fmt.Errorf("a report of %d bytes, more than a replica takes (%d)", len(body), o.limit)
+	}
+	if err == nil {
+		err = o.e.opts.Peers.Send(o.e.ctx, to, body)
+	}
+	if err != nil {
+		if o.e.ctx.Err() == nil {
+			o.e.opts.Log.V(1).Info("Cannot reach the replica that owns these objects; their entries and events are written here",
+				"replica", to, "reports", len(m.Reports), "events", len(m.Events), "error", err.Error())
 		}
+		peerSendFailures.Inc()
+		o.undelivered(m)
 	}
 }
 

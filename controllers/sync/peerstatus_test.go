@@ -3,9 +3,11 @@ package sync
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
+	gosync "sync"
 	"testing"
 	"time"
 
@@ -423,5 +425,80 @@ func TestAPeerMessageIsTakenWholeOrRefused(t *testing.T) {
 	none, _ := json.Marshal(peerMessage{})
 	if err := w.e.PeerMessage("r2", none); err == nil || !strings.Contains(err.Error(), "not running") {
 		t.Fatalf("a message to a stopped engine: %v, want it refused", err)
+	}
+}
+
+// capturePeers keeps every message sent.
+type capturePeers struct {
+	fakePeers
+	mu   gosync.Mutex
+	sent []peerMessage
+	big  []int
+}
+
+func (p *capturePeers) Send(_ context.Context, _ string, body []byte) error {
+	var m peerMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.sent = append(p.sent, m)
+	p.big = append(p.big, len(body))
+	return nil
+}
+
+// A batch larger than a replica takes goes in parts under the limit, the
+// events first, each report and event once; a report too large alone is
+// written by its sender.
+func TestPeerBatchesLargerThanAReplicaTakesAreSplit(t *testing.T) {
+	peers := &capturePeers{fakePeers: fakePeers{self: "r1", owner: "r2"}}
+	w := peerWorker("r1", "r2")
+	w.statusQueue = newQueue[string]("test-status")
+	w.e.opts.Peers = peers
+	w.e.ctx = context.Background()
+	w.e.workers = map[string]*typeWorker{"federatedconfigmaps": w}
+	o := newPeerOutbox(w.e)
+	o.limit = 400
+	var m peerMessage
+	for i := range 12 {
+		m.Reports = append(m.Reports, peerReport{Type: "federatedconfigmaps", Key: fmt.Sprintf("ns/o%d", i), UID: "u", Clusters: []string{"b"},
+			Entries: []any{map[string]any{"name": "b", "status": "CreationFailed"}}})
+	}
+	for i := range 5 {
+		m.Events = append(m.Events, peerEvent{Type: "federatedconfigmaps", Name: fmt.Sprintf("o%d", i), Reason: "CreateInCluster", Cluster: "b"})
+	}
+	huge := peerReport{Type: "federatedconfigmaps", Key: "ns/huge", UID: "u", Clusters: []string{"b"},
+		Entries: []any{map[string]any{"name": "b", "remoteStatus": map[string]any{"x": strings.Repeat("y", 500)}}}}
+	m.Reports = append(m.Reports, huge)
+	o.deliver("r2", m)
+
+	reports, events := map[string]int{}, map[string]int{}
+	sawReport := false
+	for i, part := range peers.sent {
+		if peers.big[i] > o.limit {
+			t.Errorf("a part of %d bytes, over the limit", peers.big[i])
+		}
+		for _, r := range part.Reports {
+			reports[r.Key]++
+			sawReport = true
+		}
+		for _, e := range part.Events {
+			if sawReport {
+				t.Error("an event sent after a report")
+			}
+			events[e.Name]++
+		}
+	}
+	if len(reports) != 12 || len(events) != 5 {
+		t.Fatalf("sent %d reports and %d events, want 12 and 5", len(reports), len(events))
+	}
+	for k, n := range reports {
+		if n != 1 {
+			t.Errorf("report %s sent %d times", k, n)
+		}
+	}
+	if reports["ns/huge"] != 0 || w.peerSent["ns/huge"].failed.IsZero() {
+		t.Error("the report too large to send is not written by its sender")
 	}
 }

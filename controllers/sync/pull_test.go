@@ -158,7 +158,7 @@ func TestAMemberHandedToItsAgentIsLetGo(t *testing.T) {
 	w := &typeWorker{written: map[writeKey]writeRecord{{"edge", "ns/a"}: {hash: "h"}}}
 	e := &Engine{opts: Options{Members: members, Pulled: fakePulled{"edge": true}, ClusterWorkers: 1}, ctx: ctx,
 		workers: map[string]*typeWorker{"configmaps": w}, dispatchers: map[string]*clusterDispatcher{}}
-	e.dispatcher("edge")
+	e.dispatchers["edge"] = newClusterDispatcher(e, "edge")
 	e.handedToAgent("edge")
 	if e.takeDispatcher("edge") != nil {
 		t.Error("the member's dispatcher is still there")
@@ -169,4 +169,23 @@ func TestAMemberHandedToItsAgentIsLetGo(t *testing.T) {
 	if len(w.written) != 0 {
 		t.Errorf("records of writes to the member left: %v", w.written)
 	}
+}
+
+// No dispatcher is started for a member this engine does not serve: a plan
+// made just before the member was handed over (to another replica, or to
+// its agent) would otherwise start one that nothing stops.
+func TestNoDispatcherForAMemberNotServed(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	e := &Engine{opts: Options{Pulled: fakePulled{"edge": true}, ClusterWorkers: 1}, ctx: ctx, dispatchers: map[string]*clusterDispatcher{}}
+	if d := e.dispatcher("edge"); d != nil {
+		t.Fatal("a dispatcher was started for a member its agent serves")
+	}
+	if d := e.dispatcher("member1"); d == nil {
+		t.Fatal("no dispatcher for a member served here")
+	}
+	if len(e.dispatchers) != 1 {
+		t.Fatalf("dispatchers: %v", e.dispatchers)
+	}
+	e.takeDispatcher("member1").stop()
 }

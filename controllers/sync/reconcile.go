@@ -308,8 +308,8 @@ func (w *typeWorker) plan(key string, fed *unstructured.Unstructured, priority i
 // and has the object's status looked at.
 func (w *typeWorker) publish(key string, st *objectState, priority int) {
 	for _, cluster := range w.setState(key, st) {
-		if w.e.serves(cluster) {
-			w.e.dispatcher(cluster).add(w.name, key, priority, 0)
+		if d := w.e.dispatcher(cluster); d != nil {
+			d.add(w.name, key, priority, 0)
 		}
 	}
 	enqueue(w.statusQueue, key, priority, 0)

@@ -468,6 +468,9 @@ func (w *typeWorker) memberEvent(ev informermanager.Event) {
 		return
 	}
 	d := w.e.dispatcher(ev.Cluster)
+	if d == nil {
+		return
+	}
 	switch {
 	case ev.Type == informermanager.Updated && !held.IsZero():
 		// A copy written a moment ago that the member has not reported on

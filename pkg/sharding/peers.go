@@ -43,8 +43,9 @@ const (
 // server's name; which replica answers is told by the certificate itself.
 const peerServerName = "kubefed-replica"
 
-// maxPeerMessage bounds a message a peer server reads.
-const maxPeerMessage = 16 << 20
+// MaxPeerMessage bounds a message a peer server reads; senders split
+// larger ones.
+const MaxPeerMessage = 16 << 20
 
 // peerTimeout bounds one message to a peer.
 const peerTimeout = 5 * time.Second
@@ -391,12 +392,12 @@ func (p *Peers) serve(rw http.ResponseWriter, r *http.Request) {
 		http.Error(rw, "not a live replica's certificate", http.StatusForbidden)
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxPeerMessage+1))
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxPeerMessage+1))
 	if err != nil {
 		http.Error(rw, "reading the message: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	if len(body) > maxPeerMessage {
+	if len(body) > MaxPeerMessage {
 		http.Error(rw, "message too large", http.StatusRequestEntityTooLarge)
 		return
 	}
