@@ -227,7 +227,7 @@ func runManager(ctx context.Context, c client.Client, namespace string, started 
 		cleanup()
 		return false, err
 	}
-	go watchConfig(runCtx, cancel, c, namespace, started)
+	go watchConfig(runCtx, cancel, c, namespace, started, configPollInterval, ctrl.Log.WithName("kubefedconfig"))
 	err = mgr.Start(runCtx)
 	cause := context.Cause(runCtx)
 	cancel(nil)
@@ -243,11 +243,16 @@ func runManager(ctx context.Context, c client.Client, namespace string, started 
 	return false, nil
 }
 
-// watchConfig cancels the run when the KubeFedConfig's spec changes.
-func watchConfig(ctx context.Context, cancel context.CancelCauseFunc, c client.Client, namespace string, started corev1beta1.KubeFedConfigSpec) {
+// watchConfig cancels the run when the KubeFedConfig's spec changes, read
+// every interval. A read that fails is logged when its error changes, and
+// its end too: meanwhile a change is not picked up (the KubeFedConfig
+// deleted, or the right to read it withdrawn).
+func watchConfig(ctx context.Context, cancel context.CancelCauseFunc, c client.Client, namespace string, started corev1beta1.KubeFedConfigSpec,
+	interval time.Duration, log logr.Logger) {
 	key := client.ObjectKey{Namespace: namespace, Name: corev1beta1.KubeFedConfigName}
-	ticker := time.NewTicker(configPollInterval)
+	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
+	failing := ""
 	for {
 		select {
 		case <-ctx.Done():
@@ -256,7 +261,15 @@ func watchConfig(ctx context.Context, cancel context.CancelCauseFunc, c client.C
 		}
 		current := &corev1beta1.KubeFedConfig{}
 		if err := c.Get(ctx, key, current); err != nil {
+			if ctx.Err() == nil && err.Error() != failing {
+				log.Error(err, "Reading the KubeFedConfig for changes; none is picked up until it can be read", "kubefedConfig", key.String())
+			}
+			failing = err.Error()
 			continue
+		}
+		if failing != "" {
+			log.Info("The KubeFedConfig can be read again", "kubefedConfig", key.String())
+			failing = ""
 		}
 		if !reflect.DeepEqual(current.Spec, started) {
 			cancel(errConfigChanged)
