@@ -360,3 +360,20 @@ func TestIsolationRatiosAreOfMedians(t *testing.T) {
 		t.Errorf("a round measuring nothing gave ratios %v", r)
 	}
 }
+
+// A ratio to the limit is given only where both waves saw every effect
+// they expected: one that did not ends at the last copy it saw.
+func TestRatiosOnlyOfCompleteWaves(t *testing.T) {
+	r := &report{Results: []*result{
+		{Scenario: scenarioCreateMax, Throughput: 90},
+		{Scenario: scenarioLimitCreate, Throughput: 150},
+		{Scenario: scenarioUpdate, Throughput: 120, Incomplete: 40},
+		{Scenario: scenarioLimitUpdate, Throughput: 150},
+		{Scenario: scenarioDelete, Throughput: 100},
+		{Scenario: scenarioLimitDelete, Throughput: 150, Errors: 2},
+	}}
+	r.finish()
+	if len(r.Ratios) != 1 || r.Ratios[0].Name != "create" || r.Ratios[0].Value != 0.6 {
+		t.Fatalf("ratios %+v, want create 0.60 alone", r.Ratios)
+	}
+}

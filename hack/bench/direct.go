@@ -77,7 +77,10 @@ func (r *runner) directWave(ctx context.Context, scenario string, items []item, 
 		w := newWave(wanted)
 		r.obs.begin(w)
 		defer r.obs.end()
-		perMember := r.o.syncWorkers * len(resources)
+		// As many writes in flight per member as the engine can have:
+		// each member's dispatcher has ClusterWorkers workers for every
+		// type, Workers (-sync-workers) unless set.
+		perMember := r.o.syncWorkers
 		start := time.Now()
 		var wg sync.WaitGroup
 		failed := make([]int, len(r.env.members))

@@ -170,6 +170,10 @@ func (o options) summary() map[string]string {
 
 func (r *report) add(res *result) { r.Results = append(r.Results, res) }
 
+// complete reports whether the wave saw every effect it expected and no
+// write of it failed.
+func (res *result) complete() bool { return res.Incomplete == 0 && res.Errors == 0 }
+
 func (r *report) find(scenario string) *result {
 	for _, res := range r.Results {
 		if res.Scenario == scenario {
@@ -189,11 +193,14 @@ var limitOf = map[string]string{
 // ratioNames name the ratios to the physical limit in the ratio lines.
 var ratioNames = map[string]string{scenarioCreateMax: "create", scenarioUpdate: "update", scenarioDelete: "delete"}
 
-// finish computes the ratios to the physical limit.
+// finish computes the ratios to the physical limit, of waves that saw
+// every effect they expected on both sides: a wave whose copies did not
+// all arrive ends at the last one seen, and its throughput would not be
+// the wave's.
 func (r *report) finish() {
 	for _, ours := range []string{scenarioCreateMax, scenarioUpdate, scenarioDelete} {
 		a, b := r.find(ours), r.find(limitOf[ours])
-		if a != nil && b != nil && b.Throughput > 0 {
+		if a != nil && b != nil && b.Throughput > 0 && a.complete() && b.complete() {
 			a.RatioLimit = a.Throughput / b.Throughput
 			r.Ratios = append(r.Ratios, ratio{Name: ratioNames[ours], Value: a.RatioLimit})
 		}
