@@ -379,9 +379,7 @@ func (e *Engine) watchClusters() {
 		DeleteFunc: func(obj any) {
 			bump()
 			if n := name(obj); n != "" {
-				e.opts.Members.Remove(n)
-				e.removeDispatcher(n)
-				e.forgetWrites(n)
+				e.letGo(n)
 				e.clusterEvent(n, true)
 			}
 		},
@@ -397,7 +395,8 @@ func (e *Engine) watchClusters() {
 // only those planned while it was not (fanOutScope).
 func (e *Engine) clusterChanged(name string) {
 	if e.pulled(name) && !e.opts.Agent {
-		e.handedToAgent(name)
+		// Its agent serves it now (it moved from Push to Pull mode).
+		e.letGo(name)
 	}
 	set := e.clusterSet()
 	keys, full := e.fanOutScope(name, set, time.Now())
@@ -414,12 +413,13 @@ func (e *Engine) clusterChanged(name string) {
 	}
 }
 
-// handedToAgent lets go of a member its agent serves now (it moved from
-// Push to Pull mode): its dispatcher, its informers, which its withdrawn
-// push credentials fed, and the records of this engine's writes to it.
-func (e *Engine) handedToAgent(name string) {
-	e.removeDispatcher(name)
+// letGo drops what this engine keeps for a member it no longer serves, as
+// it left the federation or its agent serves it now: its informers (whose
+// credentials were withdrawn), its dispatcher and the records of this
+// engine's writes to it.
+func (e *Engine) letGo(name string) {
 	e.opts.Members.Remove(name)
+	e.removeDispatcher(name)
 	e.forgetWrites(name)
 }
 

@@ -159,7 +159,7 @@ func TestAMemberHandedToItsAgentIsLetGo(t *testing.T) {
 	e := &Engine{opts: Options{Members: members, Pulled: fakePulled{"edge": true}, ClusterWorkers: 1}, ctx: ctx,
 		workers: map[string]*typeWorker{"configmaps": w}, dispatchers: map[string]*clusterDispatcher{}}
 	e.dispatchers["edge"] = newClusterDispatcher(e, "edge")
-	e.handedToAgent("edge")
+	e.letGo("edge")
 	if e.takeDispatcher("edge") != nil {
 		t.Error("the member's dispatcher is still there")
 	}
