@@ -143,6 +143,10 @@ type Engine struct {
 	mu      gosync.RWMutex
 	workers map[string]*typeWorker
 
+	// fedNS is the engine's own FederatedNamespace cache, while the
+	// namespaces type does not run (fednamespaces.go).
+	fedNS fedNamespaces
+
 	// outbox batches messages to the other replicas (with Peers).
 	outbox *peerOutbox
 

@@ -205,15 +205,14 @@ func (w *typeWorker) place(fed *unstructured.Unstructured, set placement.Cluster
 	if !w.target.namespaced || w.isNamespaces() || w.e.opts.Scope == corev1beta1.NamespaceScoped {
 		return set.Select(p), "", ""
 	}
-	nsWorker := w.e.worker(corev1beta1.NamespacesTypeConfigName)
-	if nsWorker == nil || nsWorker.informer == nil || !nsWorker.informer.HasSynced() {
-		// The namespaces type starts in a moment (the FTC controller runs
-		// namespaced types only while it is enabled); deciding before its
-		// cache is complete would report every object NamespaceNotFederated.
+	fedNamespaces := w.e.federatedNamespaces()
+	if fedNamespaces == nil {
+		// Deciding before the FederatedNamespaces are all read would
+		// report every object NamespaceNotFederated.
 		return placement.Result{}, reasonPending, ""
 	}
 	ns := fed.GetNamespace()
-	obj, exists, err := nsWorker.informer.GetIndexer().GetByKey(ns + "/" + ns)
+	obj, exists, err := fedNamespaces.GetByKey(ns + "/" + ns)
 	if err != nil || !exists {
 		return placement.Result{}, typesv1beta1.ReasonNamespaceNotFederated, fmt.Sprintf(namespaceNotFederatedMessageFmt, ns, ns, ns)
 	}

@@ -458,22 +458,33 @@ func (r *Reconciler) inScope(ftc *corev1beta1.FederatedTypeConfig) (decision, bo
 }
 
 // namespacesRun reports whether the namespaced type ftc may run as far as
-// the namespaces type is concerned, and if not, why. The engine places a
-// namespaced type's objects by their FederatedNamespace, so in a Cluster-
-// scoped control plane the namespaces type must run, not only be enabled:
-// its status, which this controller writes, says so for its current
-// generation, and a change of it re-evaluates every type. A Namespaced
-// control plane places objects without it; there, as in KubeFed, its
-// FederatedTypeConfig need only be there and enabled.
+// the namespaces type is concerned, and if not, why. As in KubeFed, the
+// namespaces FederatedTypeConfig must exist. A Namespaced control plane
+// places objects without FederatedNamespaces and needs nothing more. In a
+// Cluster-scoped one the engine places a namespaced type's objects by
+// their FederatedNamespace: with the namespaces type Enabled, from that
+// type's own cache, so it must run, not only be enabled (its status, which
+// this controller writes, says so for its current generation, and a change
+// of it re-evaluates every type); with it Disabled (KubeFed's choice for
+// members whose namespaces are made otherwise), from a cache of the
+// engine's own, so its federated type must be served.
 func (r *Reconciler) namespacesRun(ctx context.Context, ftc *corev1beta1.FederatedTypeConfig) (decision, bool) {
 	ns := &corev1beta1.FederatedTypeConfig{}
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: corev1beta1.NamespacesTypeConfigName}, ns)
-	if err != nil || !ns.PropagationEnabled() || !ns.DeletionTimestamp.IsZero() {
+	if err != nil || !ns.DeletionTimestamp.IsZero() {
 		return decision{reason: ReasonNamespacesNotEnabled, warn: true,
-			message: fmt.Sprintf("namespaced type %s waits for the FederatedTypeConfig %q with propagation Enabled",
+			message: fmt.Sprintf("namespaced type %s waits for the FederatedTypeConfig %q",
 				ftc.Name, corev1beta1.NamespacesTypeConfigName)}, false
 	}
 	if r.Scope == corev1beta1.NamespaceScoped {
+		return decision{}, true
+	}
+	if !ns.PropagationEnabled() {
+		if err := r.served(ns.Spec.FederatedType); err != nil {
+			return decision{reason: ReasonNamespacesNotEnabled, warn: true, retry: !errors.Is(err, errScopeMismatch),
+				message: fmt.Sprintf("namespaced type %s places its objects by FederatedNamespace, the federated type of the FederatedTypeConfig %q, which the host does not serve: %v",
+					ftc.Name, corev1beta1.NamespacesTypeConfigName, err)}, false
+		}
 		return decision{}, true
 	}
 	if ns.Status.ObservedGeneration != ns.Generation {

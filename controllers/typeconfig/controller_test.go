@@ -180,6 +180,45 @@ func TestNamespacedTypeKeepsRunningWhileTheNamespacesTypeChanges(t *testing.T) {
 	}
 }
 
+// TestNamespacedTypeRunsWhileTheNamespacesTypeIsDisabled: as in KubeFed,
+// namespaced types run while the namespaces FederatedTypeConfig exists
+// with its propagation Disabled (their objects still placed by
+// FederatedNamespace, whose type must be served); they stop once it is
+// deleted.
+func TestNamespacedTypeRunsWhileTheNamespacesTypeIsDisabled(t *testing.T) {
+	mapper := servedTypes("deployments")
+	namespaces := federatedtype.TypeConfig(target("namespaces"), federatedtype.Options{})
+	serve(mapper, namespaces.Spec.TargetType) // FederatedNamespace is not served
+	h := newTypeConfigHost(t, mapper, corev1beta1.ClusterScoped, "namespaces", "deployments")
+	ctx := context.Background()
+	ns := &corev1beta1.FederatedTypeConfig{}
+	if err := h.c.Get(ctx, client.ObjectKey{Namespace: h.r.Namespace, Name: "namespaces"}, ns); err != nil {
+		t.Fatal(err)
+	}
+	ns.Spec.Propagation = corev1beta1.Disabled
+	if err := h.c.Update(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+
+	h.expect("namespaces", false, ReasonPropagationDisabled, "spec.propagation is Disabled")
+	h.expect("deployments.apps", false, ReasonNamespacesNotEnabled,
+		`namespaced type deployments.apps places its objects by FederatedNamespace, the federated type of the FederatedTypeConfig "namespaces", which the host does not serve: `+
+			`types.kubefed.io/v1beta1, Kind=FederatedNamespace: no matches for kind "FederatedNamespace" in version "types.kubefed.io/v1beta1"`)
+
+	serve(mapper, namespaces.Spec.FederatedType)
+	h.expect("deployments.apps", true, ReasonRunning, "propagation controller running")
+	h.expect("namespaces", false, ReasonPropagationDisabled, "spec.propagation is Disabled")
+	if slices.Contains(h.runner.Running(), "namespaces") {
+		t.Error("the namespaces type runs while Disabled")
+	}
+
+	if err := h.c.Delete(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	h.expect("deployments.apps", false, ReasonNamespacesNotEnabled,
+		`namespaced type deployments.apps waits for the FederatedTypeConfig "namespaces"`)
+}
+
 // TestNamespacedScope: a Namespaced control plane runs no cluster-scoped
 // type, as KubeFed did not, but runs the namespaces type (whose target is
 // cluster-scoped, but which writes nothing there) and does not hold the
