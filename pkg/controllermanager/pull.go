@@ -18,8 +18,8 @@ type pullMembers struct {
 	namespace string
 	mu        sync.RWMutex
 	pulled    map[string]bool
-	// changed hears of a member that moved between Push and Pull, after
-	// the move is visible here.
+	// changed hears of a member that moved between Push and Pull, or of
+	// a Pull-mode member deleted, after the change is visible here.
 	changed func(cluster string)
 }
 
@@ -46,8 +46,16 @@ func newPullMembers(ctx context.Context, cache ctrlcache.Cache, namespace string
 			}
 			if c, ok := obj.(*corev1beta1.KubeFedCluster); ok && c.Namespace == p.namespace {
 				p.mu.Lock()
+				was := p.pulled[c.Name]
 				delete(p.pulled, c.Name)
+				changed := p.changed
 				p.mu.Unlock()
+				// The engine may have planned for the deletion while the
+				// member still showed as pulled here (its own handler of
+				// the same event runs in any order with this one).
+				if changed != nil && was {
+					changed(c.Name)
+				}
 			}
 		},
 	})
