@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -60,6 +62,9 @@ const (
 // while it was scheduled is scheduled again: once the cache shows the
 // change, which a status write, filtered from the watch, would not tell.
 const conflictRetry = 200 * time.Millisecond
+
+// maxTolerationSeconds is the longest failover toleration a Duration holds.
+const maxTolerationSeconds = math.MaxInt64 / int64(time.Second)
 
 // typeRetry is how soon a preference whose federated type is missing is
 // looked at again; no event says when a CRD appears.
@@ -308,11 +313,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.writeStatus(ctx, rsp, res.outcome); err != nil {
+	// A cluster back from a failover stays failed over in the status
+	// until the object gives it its replicas back: the status is the only
+	// memory of what it ran, and a write of the object that failed would
+	// leave the next reconcile without it.
+	first := res.outcome
+	restoring := restoredClusters(rsp.Status.Clusters, res.outcome)
+	if res.updated == nil {
+		restoring = nil
+	}
+	if len(restoring) > 0 {
+		first = res.outcome.failedOverStill(restoring)
+	}
+	if err := r.writeStatus(ctx, rsp, first); err != nil {
 		return ctrl.Result{}, fmt.Errorf("write status of ReplicaSchedulingPreference %s: %w", req.NamespacedName, err)
 	}
-	for _, e := range res.events {
-		r.Recorder.Eventf(rsp, nil, corev1.EventTypeNormal, e.reason, "Schedule", "%s", e.message)
+	recordEvents := func() {
+		for _, e := range res.events {
+			r.Recorder.Eventf(rsp, nil, corev1.EventTypeNormal, e.reason, "Schedule", "%s", e.message)
+		}
+	}
+	if len(restoring) == 0 {
+		recordEvents()
 	}
 	if res.updated != nil {
 		if err := r.Client.Patch(ctx, res.updated, client.MergeFromWithOptions(res.original, client.MergeFromWithOptimisticLock{})); err != nil {
@@ -327,6 +349,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, fmt.Errorf("write schedule into %s %s: %w", res.updated.GetKind(), req.NamespacedName, err)
 		}
 		log.FromContext(ctx).V(1).Info("Wrote schedule", "federatedObject", req.NamespacedName, "kind", res.updated.GetKind())
+		if len(restoring) > 0 {
+			if err := r.writeStatus(ctx, rsp, res.outcome); err != nil {
+				return ctrl.Result{}, fmt.Errorf("write status of ReplicaSchedulingPreference %s: %w", req.NamespacedName, err)
+			}
+			recordEvents()
+		}
 	}
 	if res.recheckAt.IsZero() {
 		return ctrl.Result{}, nil
@@ -357,7 +385,7 @@ type event struct{ reason, message string }
 // stopped is a result that schedules nothing, for a preference that cannot
 // be applied; retry is when to look again, or zero.
 func stopped(reason, message string, now time.Time, retry time.Duration) result {
-	res := result{outcome: outcome{reason: reason, message: message}}
+	res := result{outcome: outcome{reason: reason, message: message, stopped: true}}
 	if retry > 0 {
 		res.recheckAt = now.Add(retry)
 	}
@@ -370,6 +398,14 @@ func (r *Reconciler) schedule(ctx context.Context, rsp *schedulingv1alpha1.Repli
 	ftc, res, err := r.federatedType(ctx, rsp.Spec.TargetKind, now)
 	if ftc == nil || err != nil {
 		return res, err
+	}
+	if !ftc.PropagationEnabled() || !ftc.DeletionTimestamp.IsZero() {
+		// As in KubeFed, whose scheduler of a kind stops with its type.
+		why := "its spec.propagation is Disabled"
+		if !ftc.DeletionTimestamp.IsZero() {
+			why = "it is being deleted"
+		}
+		return stopped(ReasonTypeNotPropagated, fmt.Sprintf("FederatedTypeConfig %s does not propagate %s: %s; the federated object is left as it is", ftc.Name, rsp.Spec.TargetKind, why), now, 0), nil
 	}
 	fedType := ftc.Spec.FederatedType
 	gvk := schema.GroupVersionKind{Group: fedType.Group, Version: fedType.Version, Kind: fedType.Kind}
@@ -429,12 +465,27 @@ func (r *Reconciler) schedule(ctx context.Context, rsp *schedulingv1alpha1.Repli
 		return result{}, fmt.Errorf("list KubeFedClusters: %w", err)
 	}
 	members := r.members(rsp, fo, namespace, clusters.Items, now)
+	if len(members) == 0 {
+		// KubeFed leaves the object alone when no cluster is a
+		// candidate: an empty placement would remove the workload from
+		// every member, say while clusters are joined again and relabeled.
+		which := "no KubeFedCluster is joined"
+		if intersect {
+			which = "no KubeFedCluster matches the object's spec.placement.clusterSelector"
+			if namespace != nil {
+				which += " and is in its namespace's placement"
+			}
+		}
+		return stopped(ReasonNoClusters, fmt.Sprintf("%s; the placement and overrides of %s %s are left as they are", which, gvk.Kind, key), now, 0), nil
+	}
 	res = result{original: obj}
 	res.recheckAt = r.estimateCapacities(key, fo, members, now)
 
 	toleration := r.FailoverToleration
 	if s := rsp.Spec.FailoverTolerationSeconds; s != nil {
-		toleration = time.Duration(*s) * time.Second
+		// Beyond what a Duration holds (292 years) it would wrap to a
+		// negative toleration and fail clusters over at once.
+		toleration = time.Duration(min(*s, maxTolerationSeconds)) * time.Second
 	}
 	d := decide(&rsp.Spec, key.String(), members, fo.current, now, toleration)
 	if !d.recheckAt.IsZero() && (res.recheckAt.IsZero() || d.recheckAt.Before(res.recheckAt)) {
@@ -442,10 +493,7 @@ func (r *Reconciler) schedule(ctx context.Context, rsp *schedulingv1alpha1.Repli
 	}
 	r.recordChanges(key, fo.current, d.replicas, now)
 
-	s := schedule{replicas: d.replicas}
-	for _, m := range members {
-		s.placement = append(s.placement, m.name)
-	}
+	s := scheduleOf(members, d, fo.current)
 	updated := obj.DeepCopy()
 	changed, err := applySchedule(updated.Object, s)
 	if err != nil {
@@ -459,6 +507,27 @@ func (r *Reconciler) schedule(ctx context.Context, rsp *schedulingv1alpha1.Repli
 	res.outcome = outcome{reason: reason, message: message, clusters: clusterStatus(members, d)}
 	res.events = transitions(rsp.Status.Clusters, members, d)
 	return res, nil
+}
+
+// scheduleOf is what the scheduler writes for decision d over members:
+// every member placed, the replicas planned, and a failed-over cluster's
+// override left as it is, but for a cluster that has none, which gets 0:
+// without one, the template's replicas would be created there when it
+// comes back, before the next schedule.
+func scheduleOf(members []member, d decision, current map[string]int64) schedule {
+	s := schedule{replicas: maps.Clone(d.replicas)}
+	if s.replicas == nil {
+		s.replicas = map[string]int64{}
+	}
+	for name := range d.failedOver {
+		if _, ok := current[name]; !ok {
+			s.replicas[name] = 0
+		}
+	}
+	for _, m := range members {
+		s.placement = append(s.placement, m.name)
+	}
+	return s
 }
 
 // federatedType finds the FederatedTypeConfig whose federated kind is kind;
@@ -739,6 +808,16 @@ func (r *Reconciler) writeStatus(ctx context.Context, rsp *schedulingv1alpha1.Re
 	status := rsp.Status.DeepCopy()
 	status.ObservedGeneration = rsp.Generation
 	status.Clusters = o.clusters
+	if o.stopped {
+		// Nothing was scheduled; the clusters failed over stay so, for
+		// the schedule after this one to give them their replicas back.
+		status.Clusters = nil
+		for _, c := range rsp.Status.Clusters {
+			if c.FailedOver {
+				status.Clusters = append(status.Clusters, c)
+			}
+		}
+	}
 	meta.SetStatusCondition(&status.Conditions, o.condition(rsp.Generation))
 	if equality.Semantic.DeepEqual(&rsp.Status, status) {
 		return nil

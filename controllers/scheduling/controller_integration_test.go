@@ -271,10 +271,19 @@ func testController(ctx context.Context, t *testing.T, c client.Client, cfg *res
 	}
 	// The first write of a schedule into "contended" meets a change made
 	// since the cache showed the object: a label a user adds meanwhile.
-	var contendedWrites, contendedConflicts atomic.Int32
+	var contendedWrites, contendedConflicts, apiConflicts atomic.Int32
+	// contendNextAPIWrite makes the next write into "api" meet such a
+	// change too.
+	var contendNextAPIWrite atomic.Bool
 	r := &Reconciler{
 		Client: contendingClient{Client: mgr.GetClient(), before: func(obj client.Object) {
-			if obj.GetName() != "contended" || obj.GetObjectKind().GroupVersionKind().Kind != "FederatedDeployment" || contendedWrites.Add(1) != 1 {
+			if obj.GetObjectKind().GroupVersionKind().Kind != "FederatedDeployment" {
+				return
+			}
+			switch {
+			case obj.GetName() == "contended" && contendedWrites.Add(1) == 1:
+			case obj.GetName() == "api" && contendNextAPIWrite.CompareAndSwap(true, false):
+			default:
 				return
 			}
 			u := &unstructured.Unstructured{}
@@ -288,8 +297,13 @@ func testController(ctx context.Context, t *testing.T, c client.Client, cfg *res
 				t.Error(err)
 			}
 		}, after: func(obj client.Object, err error) {
-			if obj.GetName() == "contended" && obj.GetObjectKind().GroupVersionKind().Kind == "FederatedDeployment" && apierrors.IsConflict(err) {
-				contendedConflicts.Add(1)
+			if obj.GetObjectKind().GroupVersionKind().Kind == "FederatedDeployment" && apierrors.IsConflict(err) {
+				switch obj.GetName() {
+				case "contended":
+					contendedConflicts.Add(1)
+				case "api":
+					apiConflicts.Add(1)
+				}
 			}
 		}},
 		Namespace:              kubefedNS,
@@ -570,9 +584,15 @@ func testController(ctx context.Context, t *testing.T, c client.Client, cfg *res
 			return false
 		})
 
-		// When m1 is back, m2 gives back what it took over.
+		// When m1 is back, m2 gives back what it took over, even when
+		// the first write of that meets a change made meanwhile: m1 is
+		// failed over in the status until the object is written.
+		contendNextAPIWrite.Store(true)
 		readiness.set("m1", true)
 		expectSchedule("api", both, map[string]int64{"m1": 5, "m2": 5})
+		if n := apiConflicts.Load(); n != 1 {
+			t.Errorf("%d writes of the restored schedule refused as conflicting, want 1", n)
+		}
 		expectStatus("api", ReasonScheduled, func(rsp *schedulingv1alpha1.ReplicaSchedulingPreference) bool {
 			return maps.Equal(statusReplicas(rsp), map[string]int64{"m1": 5, "m2": 5}) &&
 				!slices.ContainsFunc(rsp.Status.Clusters, func(cr schedulingv1alpha1.ClusterReplicas) bool {
@@ -641,6 +661,60 @@ func testController(ctx context.Context, t *testing.T, c client.Client, cfg *res
 		if d := reconcileErrors(t) - errorsBefore; d != 0 {
 			t.Errorf("%v reconcile errors, want the conflict scheduled again as no error", d)
 		}
+	})
+
+	t.Run("a clusterSelector that matches no cluster any more leaves the object alone, as in KubeFed", func(t *testing.T) {
+		lone := &corev1beta1.KubeFedCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: "l1", Namespace: kubefedNS, Labels: map[string]string{"group": "lonely"}},
+			Spec:       corev1beta1.KubeFedClusterSpec{APIEndpoint: "https://127.0.0.1:1", SecretRef: corev1beta1.LocalSecretReference{Name: "l1"}},
+		}
+		if err := c.Create(ctx, lone); err != nil {
+			t.Fatal(err)
+		}
+		readiness.set("l1", true)
+		if err := c.Create(ctx, federatedDeployment("lonely", matchLabels("group", "lonely"))); err != nil {
+			t.Fatal(err)
+		}
+		createRSP("lonely", "FederatedDeployment", 4, nil)
+		expectSchedule("lonely", []string{"l1"}, map[string]int64{"l1": 4})
+		version := getObject("lonely").GetResourceVersion()
+
+		// Joined again without its labels, say.
+		lone.Labels = map[string]string{"group": "relabeled"}
+		if err := c.Update(ctx, lone); err != nil {
+			t.Fatal(err)
+		}
+		expectStatus("lonely", ReasonNoClusters, nil)
+		if got := getObject("lonely"); got.GetResourceVersion() != version {
+			t.Errorf("the object was written with no candidate cluster: %v", got.Object["spec"])
+		}
+	})
+
+	t.Run("a type that does not propagate leaves its objects alone, as in KubeFed", func(t *testing.T) {
+		setPropagation := func(mode corev1beta1.Mode) {
+			t.Helper()
+			ftc := &corev1beta1.FederatedTypeConfig{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: kubefedNS, Name: "deployments.apps"}, ftc); err != nil {
+				t.Fatal(err)
+			}
+			ftc.Spec.Propagation = mode
+			if err := c.Update(ctx, ftc); err != nil {
+				t.Fatal(err)
+			}
+		}
+		setPropagation(corev1beta1.Disabled)
+		expectStatus("db", ReasonTypeNotPropagated, nil)
+		rsp := getRSP("db")
+		rsp.Spec.TotalReplicas = 6
+		if err := c.Update(ctx, rsp); err != nil {
+			t.Fatal(err)
+		}
+		expectStatus("db", ReasonTypeNotPropagated, nil)
+		if _, r, _ := schedule("db"); !maps.Equal(r, map[string]int64{"ap-northeast": 4}) {
+			t.Errorf("scheduled while the type does not propagate: %v", r)
+		}
+		setPropagation(corev1beta1.Enabled)
+		expectSchedule("db", []string{"ap-northeast"}, map[string]int64{"ap-northeast": 6})
 	})
 
 	t.Run("types that cannot be scheduled", func(t *testing.T) {

@@ -207,8 +207,8 @@ type schedule struct {
 	// and those failed over.
 	placement []string
 	// replicas is the /spec/replicas override of each cluster that gets
-	// one; a placed cluster missing from it (failed over) keeps its
-	// override as it is.
+	// one; a placed cluster missing from it (failed over, with an
+	// override) keeps its override as it is.
 	replicas map[string]int64
 }
 

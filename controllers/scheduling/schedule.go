@@ -65,7 +65,7 @@ func preferences(spec *schedulingv1alpha1.ReplicaSchedulingPreferenceSpec) map[s
 // to go. A member not ready for less than toleration keeps what it has but
 // gets no more, since it may well be running them; after that, or while the
 // status records it as failed over, it gets none, and its override is left
-// alone so that it keeps its replicas if it comes back. current is the
+// alone so that it keeps its replicas if it comes back (see scheduleOf). current is the
 // object's /spec/replicas overrides, nil when it has none.
 func decide(spec *schedulingv1alpha1.ReplicaSchedulingPreferenceSpec, key string, members []member, current map[string]int64, now time.Time, toleration time.Duration) decision {
 	in := planner.Input{

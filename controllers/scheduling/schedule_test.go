@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
 	schedulingv1alpha1 "github.com/kubefed-io/kubefed/api/scheduling/v1alpha1"
 	"github.com/kubefed-io/kubefed/controllers/cluster"
+	"github.com/kubefed-io/kubefed/test/framework"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -69,10 +71,13 @@ func TestDecide(t *testing.T) {
 			failedOver: []string{"c1"},
 		},
 		{
+			// c1 is first in the tie-break of ns/web: keeping the
+			// existing replicas without the restore would leave c1 its 10
+			// and c2 none.
 			name:    "a failed-over cluster that is ready again gets its replicas back",
 			spec:    spec,
-			members: []member{{name: "c1", ready: true, failedOver: true}, {name: "c2", ready: true}},
-			current: map[string]int64{"c1": 5, "c2": 10},
+			members: []member{{name: "c1", ready: true}, {name: "c2", ready: true, failedOver: true}},
+			current: map[string]int64{"c1": 10, "c2": 5},
 			want:    map[string]int64{"c1": 5, "c2": 5},
 		},
 		{
@@ -285,5 +290,68 @@ func TestNamespacePlacementReadErrorIsAnError(t *testing.T) {
 	p, stop, err := r.namespacePlacement(context.Background(), "demo", t0)
 	if err == nil || p != nil || stop != nil {
 		t.Fatalf("namespacePlacement = %v, %v, %v; want an error", p, stop, err)
+	}
+}
+
+// A failed-over cluster keeps the override of what it ran; one that never
+// had one gets 0, so that its return does not create the template's
+// replicas there before the next schedule.
+func TestScheduleOfAFailedOverCluster(t *testing.T) {
+	members := []member{{name: "c1", notReadySince: t0}, {name: "c2", ready: true}}
+	d := decision{replicas: map[string]int64{"c2": 10}, failedOver: map[string]bool{"c1": true}}
+	for _, tc := range []struct {
+		name    string
+		current map[string]int64
+		want    map[string]int64
+	}{
+		{"with an override", map[string]int64{"c1": 5, "c2": 5}, map[string]int64{"c2": 10}},
+		{"without one", map[string]int64{"c2": 5}, map[string]int64{"c1": 0, "c2": 10}},
+		{"without any", nil, map[string]int64{"c1": 0, "c2": 10}},
+	} {
+		s := scheduleOf(members, d, tc.current)
+		if !maps.Equal(s.replicas, tc.want) || !slices.Equal(s.placement, []string{"c1", "c2"}) {
+			t.Errorf("%s: placement %v replicas %v, want [c1 c2] %v", tc.name, s.placement, s.replicas, tc.want)
+		}
+	}
+	if d.replicas["c1"] != 0 || len(d.replicas) != 1 {
+		t.Errorf("the decision was changed: %v", d.replicas)
+	}
+}
+
+// A preference that cannot be scheduled keeps the record of its clusters
+// failed over, and no other; a restore keeps it until the object is
+// written.
+func TestStatusKeepsTheFailedOverClusters(t *testing.T) {
+	rsp := &schedulingv1alpha1.ReplicaSchedulingPreference{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"},
+		Status: schedulingv1alpha1.ReplicaSchedulingPreferenceStatus{Clusters: []schedulingv1alpha1.ClusterReplicas{
+			{Name: "c1", FailedOver: true}, {Name: "c2", Replicas: 10},
+		}},
+	}
+	restored := outcome{reason: ReasonScheduled, clusters: []schedulingv1alpha1.ClusterReplicas{{Name: "c1", Replicas: 5}, {Name: "c2", Replicas: 5}}}
+	names := restoredClusters(rsp.Status.Clusters, restored)
+	if !maps.Equal(names, map[string]bool{"c1": true}) {
+		t.Fatalf("restored %v, want c1", names)
+	}
+	interim := restored.failedOverStill(names)
+	if !interim.clusters[0].FailedOver || restored.clusters[0].FailedOver || interim.clusters[0].Replicas != 5 {
+		t.Errorf("interim %+v, outcome %+v", interim.clusters, restored.clusters)
+	}
+	if got := restoredClusters(rsp.Status.Clusters, stopped(ReasonFederatedTypeNotFound, "", t0, 0).outcome); got != nil {
+		t.Errorf("a stopped outcome restores %v", got)
+	}
+
+	c := fake.NewClientBuilder().WithScheme(framework.Scheme()).WithObjects(rsp).
+		WithStatusSubresource(&schedulingv1alpha1.ReplicaSchedulingPreference{}).Build()
+	r := &Reconciler{Client: c}
+	if err := r.writeStatus(context.Background(), rsp, stopped(ReasonFederatedTypeNotFound, "gone a moment", t0, 0).outcome); err != nil {
+		t.Fatal(err)
+	}
+	got := &schedulingv1alpha1.ReplicaSchedulingPreference{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(rsp), got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Status.Clusters) != 1 || got.Status.Clusters[0].Name != "c1" || !got.Status.Clusters[0].FailedOver {
+		t.Errorf("status clusters %+v, want c1 failed over only", got.Status.Clusters)
 	}
 }

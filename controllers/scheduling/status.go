@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -43,8 +44,13 @@ const (
 	// placement of the workload's namespace, which has no
 	// FederatedNamespace, so the workload is placed nowhere.
 	ReasonNamespaceNotFederated = "NamespaceNotFederated"
-	// ReasonNoClusters: no candidate cluster can take replicas.
+	// ReasonNoClusters: no candidate cluster can take replicas; with no
+	// candidate at all, the object is left as it is, as in KubeFed.
 	ReasonNoClusters = "NoClusters"
+	// ReasonTypeNotPropagated: the FederatedTypeConfig of spec.targetKind
+	// has its propagation Disabled or is being deleted; the object is
+	// left as it is, as KubeFed stopped scheduling the kind then.
+	ReasonTypeNotPropagated = "PropagationDisabled"
 	// ReasonInsufficientCapacity: some replicas fit in no cluster, as
 	// maximums, weights and estimated capacity allow.
 	ReasonInsufficientCapacity = "InsufficientCapacity"
@@ -67,6 +73,42 @@ type outcome struct {
 	message string
 	// clusters is nil unless the federated object was scheduled.
 	clusters []schedulingv1alpha1.ClusterReplicas
+	// stopped says nothing was scheduled: the status keeps the clusters
+	// it records as failed over, and no other.
+	stopped bool
+}
+
+// restoredClusters names the clusters before records as failed over that
+// o no longer does.
+func restoredClusters(before []schedulingv1alpha1.ClusterReplicas, o outcome) map[string]bool {
+	if o.stopped {
+		return nil
+	}
+	now := map[string]bool{}
+	for _, c := range o.clusters {
+		now[c.Name] = c.FailedOver
+	}
+	var restored map[string]bool
+	for _, c := range before {
+		if failed, ok := now[c.Name]; c.FailedOver && ok && !failed {
+			if restored == nil {
+				restored = map[string]bool{}
+			}
+			restored[c.Name] = true
+		}
+	}
+	return restored
+}
+
+// failedOverStill is o with the clusters of names still failed over.
+func (o outcome) failedOverStill(names map[string]bool) outcome {
+	o.clusters = slices.Clone(o.clusters)
+	for i := range o.clusters {
+		if names[o.clusters[i].Name] {
+			o.clusters[i].FailedOver = true
+		}
+	}
+	return o
 }
 
 func (o outcome) condition(generation int64) metav1.Condition {
