@@ -2,6 +2,7 @@ package dns
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -309,9 +310,15 @@ func TestIngressRecordStatus(t *testing.T) {
 	if cond := readyCondition(t, got.Status.Conditions); cond.Reason != ReasonIngressNotFound {
 		t.Errorf("condition = %+v", cond)
 	}
+	// As in KubeFed, every ready member has an entry, empty without the
+	// Ingress.
+	if len(got.Status.DNS) != 2 || got.Status.DNS[0].Cluster != "c1" || got.Status.DNS[1].Cluster != "c2" ||
+		len(got.Status.DNS[0].LoadBalancer.Ingress)+len(got.Status.DNS[1].LoadBalancer.Ingress) != 0 {
+		t.Errorf("status.dns = %+v, want empty entries of c1 and c2", got.Status.DNS)
+	}
 
 	members.add("c1", ingressesGVR, ingress("shop", "web"))
-	if cond := readyCondition(t, get().Status.Conditions); cond.Reason != ReasonNoTargets {
+	if cond := readyCondition(t, get().Status.Conditions); cond.Reason != ReasonNoTargets || !strings.Contains(cond.Message, "exists in 1 of 2") {
 		t.Errorf("condition = %+v", cond)
 	}
 
@@ -461,6 +468,62 @@ func TestDNSEndpointResolvesTheHostnamesOfSeveralMembers(t *testing.T) {
 	}
 	if len(ep.Spec.Endpoints) != 1 || ep.Spec.Endpoints[0].RecordType != "A" || strings.Join(ep.Spec.Endpoints[0].Targets, ",") != "192.0.2.1,192.0.2.2" {
 		t.Errorf("endpoints = %+v, want one A record with both members' addresses", ep.Spec.Endpoints)
+	}
+}
+
+// Lookups that fail after they succeeded keep the last addresses in the
+// records; lookups that never succeeded are tried again every TTL.
+func TestDNSEndpointWhenLookupsFail(t *testing.T) {
+	rec := serviceRecord(dnsv1a1.ServiceDNSRecordSpec{DomainRef: "fed", RecordTTL: 60})
+	rec.UID = "rec-uid"
+	rec.Status = dnsv1a1.ServiceDNSRecordStatus{Domain: "example.com", DNS: []dnsv1a1.ClusterDNS{
+		{Cluster: "c1", LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{Hostname: "a.elb.example.net"}}}},
+		{Cluster: "c2", LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{Hostname: "b.elb.example.net"}}}},
+	}}
+	c := newClient(t, rec)
+	failing := true
+	r := &DNSEndpointReconciler{Client: c, Scheme: c.Scheme(), Resolve: func(host string) ([]string, error) {
+		if failing {
+			return nil, errors.New("i/o timeout")
+		}
+		return map[string][]string{"a.elb.example.net": {"192.0.2.1"}, "b.elb.example.net": {"192.0.2.2"}}[host], nil
+	}}
+	ctx := context.Background()
+	global := func() string {
+		t.Helper()
+		ep := &dnsv1a1.DNSEndpoint{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: "shop", Name: "service-web"}, ep); err != nil {
+			t.Fatal(err)
+		}
+		e := ep.Spec.Endpoints[0]
+		return e.RecordType + " " + strings.Join(e.Targets, ",")
+	}
+	reconcileOnce := func() {
+		t.Helper()
+		res, err := r.ReconcileService(ctx, reconcile.Request{NamespacedName: webKey})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.RequeueAfter != time.Minute {
+			t.Errorf("RequeueAfter = %v, want the record's TTL of 60s", res.RequeueAfter)
+		}
+	}
+
+	// Nothing resolved yet: a CNAME to the first hostname, tried again.
+	reconcileOnce()
+	if got := global(); got != "CNAME a.elb.example.net" {
+		t.Errorf("global name %s", got)
+	}
+	failing = false
+	reconcileOnce()
+	if got := global(); got != "A 192.0.2.1,192.0.2.2" {
+		t.Errorf("global name %s once resolved", got)
+	}
+	// The resolver times out: the last addresses stand in.
+	failing = true
+	reconcileOnce()
+	if got := global(); got != "A 192.0.2.1,192.0.2.2" {
+		t.Errorf("global name %s while lookups fail, want the last addresses", got)
 	}
 }
 

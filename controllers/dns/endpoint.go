@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -15,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	dnsv1a1 "github.com/kubefed-io/kubefed/api/multiclusterdns/v1alpha1"
@@ -46,19 +49,63 @@ type DNSEndpointReconciler struct {
 	// for (see dnsrecord.ServiceEndpointsResolving); the system resolver,
 	// within resolveTimeout, when nil.
 	Resolve dnsrecord.Resolver
+	// ServiceRecords and IngressRecords say which of the two controllers
+	// SetupWithManager registers, as the CrossClusterServiceDiscovery and
+	// FederatedIngress feature gates say (KubeFed ran each under its own);
+	// both when neither is set.
+	ServiceRecords, IngressRecords bool
+
+	// answers are the last addresses each hostname resolved to, used for
+	// up to staleAnswers while its lookups fail: a resolver timing out
+	// would otherwise take a member's addresses out of the records, or
+	// turn them into a CNAME to one member.
+	answersMu sync.Mutex
+	answers   map[string]answer
 }
 
-// resolveTimeout bounds one hostname's lookup.
-const resolveTimeout = 5 * time.Second
+type answer struct {
+	addrs []string
+	at    time.Time
+}
+
+const (
+	// resolveTimeout bounds one hostname's lookup.
+	resolveTimeout = 5 * time.Second
+	// staleAnswers is how long a hostname's last addresses stand in for
+	// lookups that fail.
+	staleAnswers = time.Hour
+)
 
 func (r *DNSEndpointReconciler) resolver(ctx context.Context) dnsrecord.Resolver {
-	if r.Resolve != nil {
-		return r.Resolve
+	lookup := r.Resolve
+	if lookup == nil {
+		lookup = func(host string) ([]string, error) {
+			ctx, cancel := context.WithTimeout(ctx, resolveTimeout)
+			defer cancel()
+			return net.DefaultResolver.LookupHost(ctx, host)
+		}
 	}
 	return func(host string) ([]string, error) {
-		ctx, cancel := context.WithTimeout(ctx, resolveTimeout)
-		defer cancel()
-		addrs, err := net.DefaultResolver.LookupHost(ctx, host)
+		addrs, err := lookup(host)
+		now := time.Now()
+		r.answersMu.Lock()
+		defer r.answersMu.Unlock()
+		if r.answers == nil {
+			r.answers = map[string]answer{}
+		}
+		if err == nil && len(addrs) > 0 {
+			r.answers[host] = answer{addrs: slices.Clone(addrs), at: now}
+			return addrs, nil
+		}
+		for h, a := range r.answers {
+			if now.Sub(a.at) > staleAnswers {
+				delete(r.answers, h)
+			}
+		}
+		if last, ok := r.answers[host]; ok {
+			log.FromContext(ctx).V(1).Info("Cannot resolve a load-balancer hostname; its last addresses stand in", "hostname", host, "resolvedAt", last.at, "err", fmt.Sprint(err))
+			return slices.Clone(last.addrs), nil
+		}
 		if err != nil {
 			log.FromContext(ctx).V(1).Info("Cannot resolve a load-balancer hostname; it is left out beside addresses", "hostname", host, "err", err.Error())
 		}
@@ -66,9 +113,9 @@ func (r *DNSEndpointReconciler) resolver(ctx context.Context) dnsrecord.Resolver
 	}
 }
 
-// again is the result of a reconcile whose records hold addresses looked up
-// from hostnames: they change without the record changing, so they are
-// looked up again every TTL.
+// again is the result of a reconcile whose records depend on hostnames
+// looked up: their addresses change without the record changing, and a
+// lookup that failed may succeed, so they are looked up again every TTL.
 func again(resolved bool, ttl dnsv1a1.TTL) reconcile.Result {
 	if !resolved {
 		return reconcile.Result{}
@@ -85,18 +132,29 @@ func (r *DNSEndpointReconciler) SetupWithManager(mgr manager.Manager) error {
 	if r.Scheme == nil {
 		r.Scheme = mgr.GetScheme()
 	}
-	if err := builder.ControllerManagedBy(mgr).
-		Named(ServiceEndpointControllerName).
-		For(&dnsv1a1.ServiceDNSRecord{}).
-		Owns(&dnsv1a1.DNSEndpoint{}).
-		Complete(reconcile.Func(r.ReconcileService)); err != nil {
-		return err
+	both := !r.ServiceRecords && !r.IngressRecords
+	// A DNSEndpoint is written again when its spec changed or it was
+	// deleted, not when ExternalDNS writes its status: that would look
+	// every hostname up again, and a load balancer answering other
+	// addresses each time would change the records in a loop.
+	owns := builder.WithPredicates(predicate.GenerationChangedPredicate{})
+	if r.ServiceRecords || both {
+		if err := builder.ControllerManagedBy(mgr).
+			Named(ServiceEndpointControllerName).
+			For(&dnsv1a1.ServiceDNSRecord{}).
+			Owns(&dnsv1a1.DNSEndpoint{}, owns).
+			Complete(reconcile.Func(r.ReconcileService)); err != nil {
+			return err
+		}
 	}
-	return builder.ControllerManagedBy(mgr).
-		Named(IngressEndpointControllerName).
-		For(&dnsv1a1.IngressDNSRecord{}).
-		Owns(&dnsv1a1.DNSEndpoint{}).
-		Complete(reconcile.Func(r.ReconcileIngress))
+	if r.IngressRecords || both {
+		return builder.ControllerManagedBy(mgr).
+			Named(IngressEndpointControllerName).
+			For(&dnsv1a1.IngressDNSRecord{}).
+			Owns(&dnsv1a1.DNSEndpoint{}, owns).
+			Complete(reconcile.Func(r.ReconcileIngress))
+	}
+	return nil
 }
 
 // ReconcileService writes the DNSEndpoint of one ServiceDNSRecord.

@@ -119,6 +119,8 @@ func (r *IngressDNSRecordReconciler) Reconcile(ctx context.Context, req reconcil
 		unsynced    []string
 		ready       int
 		withTargets int
+		// withIngress counts the members known to have the Ingress.
+		withIngress int
 	)
 	for i := range clusters.Items {
 		name := clusters.Items[i].Name
@@ -130,6 +132,7 @@ func (r *IngressDNSRecordReconciler) Reconcile(ctx context.Context, req reconcil
 			// Its agent's entry, there while its copy of the Ingress is.
 			if prev, ok := previous[name]; ok {
 				entries = append(entries, prev)
+				withIngress++
 				if !dnsrecord.LoadBalancerTargets(prev.LoadBalancer).Empty() {
 					withTargets++
 				}
@@ -149,8 +152,12 @@ func (r *IngressDNSRecordReconciler) Reconcile(ctx context.Context, req reconcil
 			return reconcile.Result{}, fmt.Errorf("read Ingress %s in cluster %s: %w", req.NamespacedName, name, err)
 		}
 		if !found {
+			// As in KubeFed, every ready member has an entry, empty where
+			// it has no Ingress.
+			entries = append(entries, dnsv1a1.ClusterIngressDNS{Cluster: name})
 			continue
 		}
+		withIngress++
 		entry := dnsv1a1.ClusterIngressDNS{Cluster: name, LoadBalancer: dnsrecord.IngressLoadBalancer(ing.Status.LoadBalancer)}
 		if !dnsrecord.LoadBalancerTargets(entry.LoadBalancer).Empty() {
 			withTargets++
@@ -166,12 +173,12 @@ func (r *IngressDNSRecordReconciler) Reconcile(ctx context.Context, req reconcil
 		cond = metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonTargetsFound,
 			Message: fmt.Sprintf("%d of %d ready member clusters have load-balancer targets", withTargets, ready)}
 	case len(unsynced) > 0:
-	case len(entries) == 0:
+	case withIngress == 0:
 		cond = metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonIngressNotFound,
 			Message: fmt.Sprintf("none of the %d ready member clusters has an Ingress %s/%s managed by KubeFed", ready, rec.Namespace, rec.Name)}
 	default:
 		cond = metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonNoTargets,
-			Message: fmt.Sprintf("the Ingress exists in %d of %d ready member clusters but none has a load-balancer address", len(entries), ready)}
+			Message: fmt.Sprintf("the Ingress exists in %d of %d ready member clusters but none has a load-balancer address", withIngress, ready)}
 	}
 	if invalid := dnsrecord.InvalidIngressHosts(rec); len(invalid) > 0 {
 		cond = invalidNamesCondition(invalid, "spec.hosts", cond)

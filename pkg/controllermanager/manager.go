@@ -509,7 +509,11 @@ func setupSingletonControllers(mgr manager.Manager, o Options, s *kubefedconfig.
 		}
 	}
 	if s.FeatureGates[corev1beta1.CrossClusterServiceDiscovery] || s.FeatureGates[corev1beta1.FederatedIngress] {
-		if err := (&dns.DNSEndpointReconciler{}).SetupWithManager(mgr); err != nil {
+		endpoints := &dns.DNSEndpointReconciler{
+			ServiceRecords: s.FeatureGates[corev1beta1.CrossClusterServiceDiscovery],
+			IngressRecords: s.FeatureGates[corev1beta1.FederatedIngress],
+		}
+		if err := endpoints.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("set up the DNSEndpoint controllers: %w", err)
 		}
 	}

@@ -116,8 +116,9 @@ type Resolver func(host string) ([]string, error)
 // hostname stays a CNAME to it, which follows the load balancer's
 // addresses as they change. A hostname that does not resolve is left out
 // beside addresses, and is the CNAME's target where nothing resolved.
-// resolved says whether an address came from resolve: those change without
-// the record changing, so the caller looks them up again, say every TTL.
+// resolved says whether a hostname was looked up: its addresses change
+// without the record changing, and a failed lookup may succeed, so the
+// caller looks them up again, say every TTL.
 func ServiceEndpointsResolving(rec *dnsv1a1.ServiceDNSRecord, resolve Resolver) (eps []dnsv1a1.Endpoint, resolved bool) {
 	res := &hostResolver{resolve: resolve}
 	return serviceEndpoints(rec, res), res.used
@@ -177,11 +178,22 @@ func serviceEndpoints(rec *dnsv1a1.ServiceDNSRecord, res *hostResolver) []dnsv1a
 	for _, k := range zoneKeys {
 		out = append(out, recordsFor(names.Zone(k.zone, k.region), res.targets(zones[k].normalized()), names.Region(k.region), ttl)...)
 	}
+	if rec.Spec.ExternalName != "" {
+		// As KubeFed labelled the records of a name that is not the
+		// Service's (ExternalDNS keeps endpoint labels in its TXT records).
+		for i := range out {
+			out[i].Labels = map[string]string{ServiceNameLabel: rec.Name}
+		}
+	}
 	if prefix := normalizeName(rec.Spec.DNSPrefix); prefix != "" {
 		out = append(out, cname(prefix+"."+names.Domain, names.Global(), ttl))
 	}
 	return validNames(out)
 }
+
+// ServiceNameLabel labels the records of a ServiceDNSRecord with
+// spec.externalName with the record's name, as in KubeFed.
+const ServiceNameLabel = "serviceName"
 
 // IngressEndpoints returns the records of an IngressDNSRecord: each host
 // answers the IPs of every member's Ingress, or is a CNAME to the first
@@ -193,7 +205,9 @@ func IngressEndpoints(rec *dnsv1a1.IngressDNSRecord) []dnsv1a1.Endpoint {
 }
 
 // IngressEndpointsResolving is IngressEndpoints with load-balancer
-// hostnames resolved as ServiceEndpointsResolving does.
+// hostnames resolved as ServiceEndpointsResolving does, a lone one too, as
+// KubeFed did: an Ingress host may be a zone's apex, or have other records
+// (MX, TXT), beside which DNS allows no CNAME.
 func IngressEndpointsResolving(rec *dnsv1a1.IngressDNSRecord, resolve Resolver) (eps []dnsv1a1.Endpoint, resolved bool) {
 	res := &hostResolver{resolve: resolve}
 	return ingressEndpoints(rec, res), res.used
@@ -215,6 +229,10 @@ func ingressEndpoints(rec *dnsv1a1.IngressDNSRecord, res *hostResolver) []dnsv1a
 		}
 	}
 	ttl := TTL(rec.Spec.RecordTTL)
+	// A lone hostname is resolved too, as KubeFed did: an Ingress host may
+	// be a zone's apex, or have other records, beside which DNS allows no
+	// CNAME.
+	res.lone = true
 	all = res.targets(all)
 	var out []dnsv1a1.Endpoint
 	for _, host := range sortedUnique(hosts) {
@@ -228,16 +246,21 @@ func ingressEndpoints(rec *dnsv1a1.IngressDNSRecord, res *hostResolver) []dnsv1a
 type hostResolver struct {
 	resolve Resolver
 	seen    map[string][]string
-	// used says whether any address came from resolve.
+	// lone resolves a hostname that is a name's only target too.
+	lone bool
+	// used says whether a hostname was looked up: its addresses can
+	// change, or a failed lookup succeed, without the record changing.
 	used bool
 }
 
 // targets returns t with the hostnames resolved where it has more than one
-// hostname, or hostnames beside addresses; unresolved hostnames stay.
+// hostname, or hostnames beside addresses (or one alone, with lone);
+// unresolved hostnames stay.
 func (h *hostResolver) targets(t Targets) Targets {
-	if h == nil || h.resolve == nil || len(t.Hostnames) == 0 || (len(t.Hostnames) == 1 && len(t.IPv4)+len(t.IPv6) == 0) {
+	if h == nil || h.resolve == nil || len(t.Hostnames) == 0 || (!h.lone && len(t.Hostnames) == 1 && len(t.IPv4)+len(t.IPv6) == 0) {
 		return t
 	}
+	h.used = true
 	if h.seen == nil {
 		h.seen = map[string][]string{}
 	}
@@ -254,9 +277,7 @@ func (h *hostResolver) targets(t Targets) Targets {
 		}
 		if len(out.IPv4)+len(out.IPv6) == before {
 			out.Hostnames = append(out.Hostnames, host)
-			continue
 		}
-		h.used = true
 	}
 	return out.normalized()
 }

@@ -2,6 +2,7 @@ package dnsrecord
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -388,5 +389,47 @@ func TestServiceEndpointsResolving(t *testing.T) {
 	eps, resolved = ServiceEndpointsResolving(one, resolve)
 	if got := render(eps); !slices.Equal(got, []string{global + " CNAME 180 a.elb.example.net"}) || resolved || len(asked) != 0 {
 		t.Errorf("one hostname: %v (resolved %v, looked up %v)", got, resolved, asked)
+	}
+
+	// An Ingress host's one hostname is looked up, as KubeFed did: the
+	// host may be a zone's apex, where no CNAME may be.
+	apex := &dnsv1a1.IngressDNSRecord{Spec: dnsv1a1.IngressDNSRecordSpec{Hosts: []string{"example.com"}},
+		Status: dnsv1a1.IngressDNSRecordStatus{DNS: []dnsv1a1.ClusterIngressDNS{{Cluster: "c2", LoadBalancer: lb("host:b.elb.example.net")}}}}
+	eps, resolved = IngressEndpointsResolving(apex, resolve)
+	if got := render(eps); !slices.Equal(got, []string{"example.com A 180 192.0.2.20"}) || !resolved {
+		t.Errorf("an Ingress host's one hostname: %v (resolved %v)", got, resolved)
+	}
+	// One that does not resolve stays a CNAME, looked up again later.
+	apex.Status.DNS[0].LoadBalancer = lb("host:gone.elb.example.net")
+	eps, resolved = IngressEndpointsResolving(apex, resolve)
+	if got := render(eps); !slices.Equal(got, []string{"example.com CNAME 180 gone.elb.example.net"}) || !resolved {
+		t.Errorf("an Ingress host's one hostname that does not resolve: %v (resolved %v)", got, resolved)
+	}
+}
+
+// The records of a ServiceDNSRecord with an externalName carry the
+// record's name in the label serviceName, as in KubeFed; the dnsPrefix
+// CNAME does not, nor do the records of one without.
+func TestServiceEndpointsOfAnExternalNameAreLabelled(t *testing.T) {
+	rec := serviceRecord(dnsv1a1.ServiceDNSRecordSpec{ExternalName: "api", DNSPrefix: "www"}, "example.com",
+		member("c1", "east", []string{"east-1"}, "192.0.2.1"))
+	eps := ServiceEndpoints(rec)
+	if len(eps) != 4 {
+		t.Fatalf("endpoints %v", render(eps))
+	}
+	for _, ep := range eps {
+		want := map[string]string{ServiceNameLabel: "web"}
+		if ep.DNSName == "www.example.com" {
+			want = nil
+		}
+		if !maps.Equal(ep.Labels, want) {
+			t.Errorf("%s: labels %v, want %v", ep.DNSName, ep.Labels, want)
+		}
+	}
+	rec.Spec.ExternalName = ""
+	for _, ep := range ServiceEndpoints(rec) {
+		if ep.Labels != nil {
+			t.Errorf("%s: labels %v without an externalName", ep.DNSName, ep.Labels)
+		}
 	}
 }
