@@ -38,6 +38,8 @@ func TestAgentChartLintsAndRejectsInvalidValues(t *testing.T) {
 		"clusterName=Edge_1":         "/clusterName",
 		"image.pullPolicy=Sometimes": "/image/pullPolicy",
 		"host.kubefedNamespace=A B":  "/host/kubefedNamespace",
+		// Its Role is in the release namespace, where copies would not go.
+		"clusterName=edge1,scope=Namespaced,host.kubefedNamespace=elsewhere": "host.kubefedNamespace \"elsewhere\" must be the release namespace",
 	} {
 		args := []string{"template", "kubefed-agent", agentChartDir}
 		if set != "" {
@@ -45,6 +47,23 @@ func TestAgentChartLintsAndRejectsInvalidValues(t *testing.T) {
 		}
 		if _, err := h.run(args...); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("--set %q: got %v, want an error naming %s", set, err, want)
+		}
+	}
+}
+
+// An agent installed in another namespace than the host's KubeFed
+// namespace holds its election Lease in its own, where its account may
+// write it.
+func TestAgentChartElectsInItsOwnNamespace(t *testing.T) {
+	h := newHelm(t)
+	out, err := h.run("template", "kubefed-agent", agentChartDir, "--namespace", "agents", "--set", "clusterName=edge1",
+		"--set", "host.kubefedNamespace="+corev1beta1.DefaultKubeFedNamespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"--kubefed-namespace=" + corev1beta1.DefaultKubeFedNamespace, "--leader-election-namespace=agents"} {
+		if !strings.Contains(out, "- "+want+"\n") {
+			t.Errorf("the agent's args lack %s:\n%s", want, out)
 		}
 	}
 }

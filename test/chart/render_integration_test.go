@@ -57,6 +57,8 @@ func TestChartRejectsInvalidValues(t *testing.T) {
 		"defaultTypes.exclude[0]=jobs": "/defaultTypes/exclude/0",
 		// With the chart's KubeFedConfig, the first start is never seen.
 		"defaultTypes.installOnFirstStart=true": "defaultTypes.installOnFirstStart needs kubefedConfig.create=false",
+		// Both would create the default types; the second would fail.
+		"defaultTypes.installOnFirstStart=true,kubefedConfig.create=false": "defaultTypes.installOnFirstStart needs defaultTypes.install=false",
 	} {
 		_, err := h.run("template", "kubefed", chartDir, "--set", set)
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -648,6 +650,26 @@ func TestAdmissionPolicies(t *testing.T) {
 // TestFirstStartValues checks the values dist/ is rendered with: no
 // KubeFedConfig and no FederatedTypeConfig rendered, the controller-manager
 // told to create them, with the exclusions passed on.
+// Probe values left empty, or naming httpGet, render the chart's probes.
+func TestProbeValues(t *testing.T) {
+	h := newHelm(t)
+	for _, set := range [][]string{
+		{"controllerManager.livenessProbe=null", "controllerManager.readinessProbe=null"},
+		{"controllerManager.livenessProbe.httpGet.path=/elsewhere", "controllerManager.readinessProbe.periodSeconds=3"},
+	} {
+		var d appsv1.Deployment
+		into(t, only(t, h.template(t, renderNamespace, nil, set...), "Deployment"), &d)
+		c := d.Spec.Template.Spec.Containers[0]
+		if c.LivenessProbe == nil || c.LivenessProbe.HTTPGet == nil || c.LivenessProbe.HTTPGet.Path != "/healthz" ||
+			c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" {
+			t.Errorf("--set %v: probes %+v / %+v, want /healthz and /readyz on the health port", set, c.LivenessProbe, c.ReadinessProbe)
+		}
+		if set[1] == "controllerManager.readinessProbe.periodSeconds=3" && c.ReadinessProbe.PeriodSeconds != 3 {
+			t.Errorf("--set %v: readiness period %d, want 3", set, c.ReadinessProbe.PeriodSeconds)
+		}
+	}
+}
+
 func TestFirstStartValues(t *testing.T) {
 	h := newHelm(t)
 	objs := h.template(t, renderNamespace, nil, "kubefedConfig.create=false", "defaultTypes.install=false",
