@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"maps"
 	"time"
 
 	schedulingv1alpha1 "github.com/kubefed-io/kubefed/api/scheduling/v1alpha1"
@@ -29,8 +30,13 @@ type decision struct {
 	replicas map[string]int64
 	// failedOver are the clusters whose replicas are planned elsewhere.
 	failedOver map[string]bool
-	// unplaced replicas fit in no cluster.
+	// unplaced replicas fit in no cluster, its estimated capacity aside.
 	unplaced int64
+	// waiting are the replicas each cluster is given beyond its estimated
+	// capacity, as KubeFed's overflow: they fit nowhere else, and wait
+	// there as pending pods (which a member's cluster autoscaler acts on)
+	// rather than not be asked for at all.
+	waiting map[string]int64
 	// recheckAt is when the next not ready cluster's toleration ends;
 	// zero when none is pending.
 	recheckAt time.Time
@@ -103,7 +109,47 @@ func decide(spec *schedulingv1alpha1.ReplicaSchedulingPreferenceSpec, key string
 	res := planner.Plan(in)
 	d.replicas = res.Replicas
 	d.unplaced = res.Unplaced
+	d.overflow(in, members)
 	return d
+}
+
+// overflow gives the replicas that fit in no cluster back to the clusters
+// whose estimated capacity kept them out, each up to what it would get
+// without that estimate, in name order, while any are left: KubeFed's
+// overflow, which it trimmed this way too (but for rebalance, where it
+// placed more replicas than asked).
+func (d *decision) overflow(in planner.Input, members []member) {
+	if d.unplaced == 0 {
+		return
+	}
+	var limited []string
+	uncapped := in
+	uncapped.Capacity = maps.Clone(in.Capacity)
+	for _, m := range members {
+		if m.ready && m.capacity != nil {
+			limited = append(limited, m.name)
+			delete(uncapped.Capacity, m.name)
+		}
+	}
+	if len(limited) == 0 {
+		return
+	}
+	want := planner.Plan(uncapped).Replicas
+	for _, name := range limited {
+		extra := min(want[name]-d.replicas[name], d.unplaced)
+		if extra <= 0 {
+			continue
+		}
+		if d.waiting == nil {
+			d.waiting = map[string]int64{}
+		}
+		d.waiting[name] = extra
+		d.replicas[name] += extra
+		d.unplaced -= extra
+		if d.unplaced == 0 {
+			return
+		}
+	}
 }
 
 // capacityHold is a capacity estimate the scheduler keeps using for a while

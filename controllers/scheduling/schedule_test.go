@@ -26,7 +26,7 @@ func TestDecide(t *testing.T) {
 	spec := schedulingv1alpha1.ReplicaSchedulingPreferenceSpec{TargetKind: "FederatedDeployment", TotalReplicas: 10}
 	rebalance := spec
 	rebalance.Rebalance = true
-	limited := int64(2)
+	limited, four, five := int64(2), int64(4), int64(5)
 	const toleration = time.Minute
 	tests := []struct {
 		name       string
@@ -36,6 +36,7 @@ func TestDecide(t *testing.T) {
 		want       map[string]int64
 		failedOver []string
 		unplaced   int64
+		waiting    map[string]int64
 		recheckAt  time.Time
 	}{
 		{
@@ -88,6 +89,29 @@ func TestDecide(t *testing.T) {
 			want:    map[string]int64{"c1": 2, "c2": 8},
 		},
 		{
+			// KubeFed's overflow: c2's maximum leaves 3 replicas
+			// nowhere to go but c1, whose capacity kept them out.
+			name: "replicas that fit nowhere else wait where capacity kept them out",
+			spec: schedulingv1alpha1.ReplicaSchedulingPreferenceSpec{TargetKind: "FederatedDeployment", TotalReplicas: 10,
+				Clusters: map[string]schedulingv1alpha1.ClusterPreferences{"*": {Weight: 1}, "c2": {Weight: 1, MaxReplicas: &five}}},
+			members: []member{{name: "c1", ready: true, capacity: &limited}, {name: "c2", ready: true}},
+			current: map[string]int64{"c1": 5, "c2": 5},
+			want:    map[string]int64{"c1": 5, "c2": 5},
+			waiting: map[string]int64{"c1": 3},
+		},
+		{
+			// Only what capacity kept out waits: c1's maximum of 4 still
+			// leaves 1 replica unplaced.
+			name: "beyond a maximum nothing waits",
+			spec: schedulingv1alpha1.ReplicaSchedulingPreferenceSpec{TargetKind: "FederatedDeployment", TotalReplicas: 10,
+				Clusters: map[string]schedulingv1alpha1.ClusterPreferences{"c1": {Weight: 1, MaxReplicas: &four}, "c2": {Weight: 1, MaxReplicas: &five}}},
+			members:  []member{{name: "c1", ready: true, capacity: &limited}, {name: "c2", ready: true}},
+			current:  map[string]int64{"c1": 5, "c2": 5},
+			want:     map[string]int64{"c1": 4, "c2": 5},
+			waiting:  map[string]int64{"c1": 2},
+			unplaced: 1,
+		},
+		{
 			name:       "every cluster failed",
 			spec:       spec,
 			members:    []member{{name: "c1", notReadySince: t0.Add(-time.Hour)}},
@@ -109,6 +133,9 @@ func TestDecide(t *testing.T) {
 			}
 			if !maps.Equal(d.failedOver, failed) {
 				t.Errorf("failed over = %v, want %v", d.failedOver, failed)
+			}
+			if !maps.Equal(d.waiting, tt.waiting) {
+				t.Errorf("waiting = %v, want %v", d.waiting, tt.waiting)
 			}
 			if d.unplaced != tt.unplaced || !d.recheckAt.Equal(tt.recheckAt) {
 				t.Errorf("unplaced %d recheck %v, want %d %v", d.unplaced, d.recheckAt, tt.unplaced, tt.recheckAt)
@@ -271,8 +298,18 @@ func TestInsufficientCapacityNamesThePreferencesProblem(t *testing.T) {
 			}
 		})
 	}
+	// Replicas only the estimated capacity keeps out are placed, and said
+	// to wait.
+	limited, five := int64(2), int64(5)
+	spec := &schedulingv1alpha1.ReplicaSchedulingPreferenceSpec{TotalReplicas: 10,
+		Clusters: map[string]schedulingv1alpha1.ClusterPreferences{"*": {Weight: 1}, "us-west": {Weight: 1, MaxReplicas: &five}}}
+	full := []member{{name: "us-east", ready: true, capacity: &limited}, {name: "us-west", ready: true}}
+	reason, message := scheduledMessage(spec, decide(spec, "ns/web", full, nil, t0, time.Minute))
+	if want := "10 replicas over 2 clusters; 3 of them fit in no cluster's estimated capacity and wait where they were planned: us-east 3"; reason != ReasonInsufficientCapacity || message != want {
+		t.Errorf("%s: %q, want %s: %q", reason, message, ReasonInsufficientCapacity, want)
+	}
 	// A preference that places every replica says nothing of the kind.
-	spec := &schedulingv1alpha1.ReplicaSchedulingPreferenceSpec{TotalReplicas: 10}
+	spec = &schedulingv1alpha1.ReplicaSchedulingPreferenceSpec{TotalReplicas: 10}
 	if _, message := scheduledMessage(spec, decide(spec, "ns/web", members, nil, t0, time.Minute)); strings.Contains(message, "spec.clusters") {
 		t.Errorf("message %q", message)
 	}

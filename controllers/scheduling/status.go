@@ -52,7 +52,9 @@ const (
 	// left as it is, as KubeFed stopped scheduling the kind then.
 	ReasonTypeNotPropagated = "PropagationDisabled"
 	// ReasonInsufficientCapacity: some replicas fit in no cluster, as
-	// maximums, weights and estimated capacity allow.
+	// maximums, weights and estimated capacity allow; those that only
+	// estimated capacity keeps out are placed, and wait, where they were
+	// planned.
 	ReasonInsufficientCapacity = "InsufficientCapacity"
 )
 
@@ -134,8 +136,21 @@ func scheduledMessage(spec *schedulingv1alpha1.ReplicaSchedulingPreferenceSpec, 
 		reason = ReasonInsufficientCapacity
 		fmt.Fprintf(&b, "%d of %d replicas fit in no cluster", d.unplaced, total)
 		b.WriteString(preferenceHints(spec, d))
+	case len(d.waiting) > 0:
+		reason = ReasonInsufficientCapacity
+		fmt.Fprintf(&b, "%d replicas over %d clusters", total, len(d.replicas))
 	default:
 		fmt.Fprintf(&b, "%d replicas over %d clusters", total, len(d.replicas))
+	}
+	if len(d.waiting) > 0 {
+		var waiting int64
+		names := make([]string, 0, len(d.waiting))
+		for name, n := range d.waiting {
+			waiting += n
+			names = append(names, fmt.Sprintf("%s %d", name, n))
+		}
+		sort.Strings(names)
+		fmt.Fprintf(&b, "; %d of them fit in no cluster's estimated capacity and wait where they were planned: %s", waiting, strings.Join(names, ", "))
 	}
 	if len(d.failedOver) > 0 {
 		names := make([]string, 0, len(d.failedOver))
