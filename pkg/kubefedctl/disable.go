@@ -76,7 +76,7 @@ func newDisableCommand(g *globalOptions, streams IOStreams) *cobra.Command {
 		Example: disableExample,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			for _, f := range []string{"federated-group", "federated-version"} {
+			for _, f := range []string{"federated-group", "federated-version", "version"} {
 				if cmd.Flags().Changed(f) && !o.deleteCRD {
 					return fmt.Errorf("--%s is used only with --delete-crd", f)
 				}
@@ -90,6 +90,9 @@ func newDisableCommand(g *globalOptions, streams IOStreams) *cobra.Command {
 	flags.DurationVar(&o.timeout, "timeout", defaultStopWait,
 		"How long to wait for the control plane to stop propagating the type.")
 	addFederatedTypeFlags(cmd, &o.federatedGroup, &o.federatedVersion)
+	// KubeFed's disable took --version with --delete-crd; the federated
+	// CRD's name does not depend on it.
+	flags.String("version", "", "Accepted with --delete-crd for KubeFed compatibility; it changes nothing.")
 	addDryRunFlag(cmd, &o.dryRun)
 	return cmd
 }
@@ -118,6 +121,13 @@ func (o *disableOptions) run(ctx context.Context, streams IOStreams, name string
 		if err := d.disable(ctx); err != nil {
 			return fmt.Errorf("disable %s: %w", d.ftc.Name, err)
 		}
+		return nil
+	}
+	if errors.Is(err, errTypeNotFound) && strings.Contains(name, ".") && !o.deleteCRD {
+		// As in KubeFed, which took a name with a dot for the FTC's own
+		// name: a type neither enabled nor served any more (a teardown
+		// run again) has nothing to disable.
+		fmt.Fprintf(streams.Out, "FederatedTypeConfig %q does not exist\n", o.g.kubefedNamespace+"/"+name)
 		return nil
 	}
 	if err != nil {

@@ -141,6 +141,15 @@ func TestDisableFindsTheTypeConfig(t *testing.T) {
 	if h.ftc(t, "my-gears") != nil {
 		t.Error("FTC my-gears not deleted")
 	}
+	// Run again, as a teardown script would: the type is neither enabled
+	// nor served, which KubeFed said, without failing.
+	if out, _, err := h.run(t, "", "disable", "gears.gone.example.com"); err != nil || out != "FederatedTypeConfig \"kube-federation-system/gears.gone.example.com\" does not exist\n" {
+		t.Errorf("disable of a type gone: %q, %v", out, err)
+	}
+	// KubeFed's --version, with --delete-crd only.
+	if _, _, err := h.run(t, "", "disable", "cm", "--version", "v1"); err == nil || !strings.Contains(err.Error(), "--version is used only with --delete-crd") {
+		t.Errorf("--version without --delete-crd: %v", err)
+	}
 }
 
 func TestDisableDeleteCRDChecks(t *testing.T) {

@@ -344,6 +344,10 @@ func (f *federator) get(ctx context.Context, t apiType, name string) (*unstructu
 }
 
 func (f *federator) add(ftc *corev1beta1.FederatedTypeConfig, obj *unstructured.Unstructured) {
+	if keys := userAnnotations(obj); len(keys) > 0 {
+		// As KubeFed warned: the intent may have been to propagate them.
+		fmt.Fprintf(f.warn, "Warning: annotations of %s are not propagated and are left out of its template: %s\n", refOf(obj), strings.Join(keys, ", "))
+	}
 	fed := federatedObject(ftc, obj)
 	ref := refOf(fed)
 	if f.added == nil {
@@ -363,16 +367,19 @@ func twiceError(item federatedItem) error {
 func (f *federator) collectContents(ctx context.Context, namespace string) error {
 	var skip []schema.GroupResource
 	for _, s := range f.opts.skipAPIResources {
-		t, err := f.idx.resolve(s, "")
+		matched := f.idx.matching(s)
 		switch {
-		case err == nil:
-			skip = append(skip, t.gvr.GroupResource())
+		case len(matched) > 0:
+			// Every type of that name, as in KubeFed: a name that is
+			// ambiguous elsewhere is not here.
+			skip = append(skip, matched...)
 		case f.idx.servesGroup(s):
 			// As in KubeFed, an API group skips each of its types
 			// (--skip-api-resources apps).
 			skip = append(skip, schema.GroupResource{Group: s, Resource: "*"})
 		default:
 			// KubeFed ignored names it did not know; a typo is named.
+			_, err := f.idx.resolve(s, "")
 			fmt.Fprintf(f.warn, "Warning: --skip-api-resources: %v; ignored\n", err)
 		}
 	}

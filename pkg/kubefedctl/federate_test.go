@@ -58,6 +58,24 @@ spec:
 `,
 		},
 		{
+			name: "a headless Service keeps clusterIP None",
+			object: `apiVersion: v1
+kind: Service
+metadata: {name: db, namespace: demo}
+spec:
+  clusterIP: None
+  clusterIPs: [None]
+  selector: {app: db}
+  ports: [{port: 5432}]
+`,
+			template: `spec:
+  clusterIP: None
+  clusterIPs: [None]
+  selector: {app: db}
+  ports: [{port: 5432}]
+`,
+		},
+		{
 			name: "Deployment loses status and metadata but labels",
 			object: `apiVersion: apps/v1
 kind: Deployment
@@ -546,6 +564,34 @@ type: kubernetes.io/dockercfg
 	out = h.mustRun(t, "federate", "ns", "demo", "-c", "-s", "apps,configmaps", "-o", "yaml")
 	if strings.Contains(out, "kind: FederatedDeployment") || strings.Contains(out, "kind: FederatedConfigMap") || !strings.Contains(out, "kind: FederatedSecret") {
 		t.Errorf("-s apps,configmaps:\n%s", out)
+	}
+	// A name that is ambiguous elsewhere skips every type it names, as in
+	// KubeFed: "widgets" names widgets.example.com and widgets.other.example.org.
+	h.mustRun(t, "enable", "widgets.example.com")
+	out = h.mustRun(t, "federate", "ns", "demo", "-c", "-s", "widgets", "-o", "yaml")
+	if strings.Contains(out, "kind: FederatedWidget") || !strings.Contains(out, "kind: FederatedSecret") {
+		t.Errorf("-s widgets:\n%s", out)
+	}
+}
+
+// Annotations are left out of a template, with a warning naming them, as
+// KubeFed warned; those kubectl and controllers write are not named.
+func TestFederateWarnsOfAnnotations(t *testing.T) {
+	h := newTypesHost(t)
+	h.mustRun(t, "enable", "cm")
+	h.object(t, schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: app
+  namespace: demo
+  annotations: {example.com/owner: team-a, kubectl.kubernetes.io/last-applied-configuration: "{}", a: b}
+`)
+	_, errOut, err := h.run(t, "", "federate", "configmap", "app", "-n", "demo", "-o", "yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "Warning: annotations of ConfigMap demo/app are not propagated and are left out of its template: a, example.com/owner\n"; errOut != want {
+		t.Errorf("stderr %q, want %q", errOut, want)
 	}
 }
 

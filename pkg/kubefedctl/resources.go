@@ -117,28 +117,34 @@ func discoverAPI(ctx context.Context, c *cluster) (*apiIndex, error) {
 // errTypeNotFound is returned by resolve when nothing matches the name.
 var errTypeNotFound = errors.New("no such API type")
 
-// resolve finds the type name designates. With several groups matching,
-// the core group wins (as kubectl has "events" mean the core Events);
-// otherwise the name is ambiguous. version picks a version other than the
-// group's preferred one.
 // servesGroup says whether group is a non-core API group the host serves.
 func (x *apiIndex) servesGroup(group string) bool {
 	_, ok := x.preferred[group]
 	return ok && group != ""
 }
 
-func (x *apiIndex) resolve(name, version string) (apiType, error) {
+// matching lists every type name designates, in discovery's order.
+func (x *apiIndex) matching(name string) []schema.GroupResource {
 	n := strings.ToLower(strings.TrimSpace(name))
-	if n == "" {
-		return apiType{}, fmt.Errorf("an API type name is required")
-	}
 	var matched []schema.GroupResource
 	for _, t := range x.types {
 		gr := t.gvr.GroupResource()
-		if t.matches(n) && !slices.Contains(matched, gr) {
+		if n != "" && t.matches(n) && !slices.Contains(matched, gr) {
 			matched = append(matched, gr)
 		}
 	}
+	return matched
+}
+
+// resolve finds the type name designates. With several groups matching,
+// the core group wins (as kubectl has "events" mean the core Events);
+// otherwise the name is ambiguous. version picks a version other than the
+// group's preferred one.
+func (x *apiIndex) resolve(name, version string) (apiType, error) {
+	if strings.TrimSpace(name) == "" {
+		return apiType{}, fmt.Errorf("an API type name is required")
+	}
+	matched := x.matching(name)
 	if len(matched) > 1 {
 		var core []schema.GroupResource
 		for _, gr := range matched {

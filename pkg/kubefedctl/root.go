@@ -1,10 +1,13 @@
 package kubefedctl
 
 import (
+	"flag"
 	"io"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/klog/v2"
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
 )
@@ -62,6 +65,7 @@ dashboard). It reads the same kubeconfig as kubectl.`,
 		"Namespace of the KubeFed control plane in the host cluster; join uses the same namespace in members.")
 	flags.DurationVar(&g.requestTimeout, "request-timeout", defaultRequestTimeout,
 		"Time limit for each request to a cluster; 0 means no limit.")
+	addKlogFlags(flags)
 
 	cmd.AddCommand(
 		newJoinCommand(g, streams),
@@ -82,4 +86,18 @@ dashboard). It reads the same kubeconfig as kubectl.`,
 func addDryRunFlag(cmd *cobra.Command, dryRun *bool) {
 	cmd.Flags().BoolVar(dryRun, "dry-run", false,
 		"Only print what would be created, changed or deleted; the clusters are read but not changed.")
+}
+
+// addKlogFlags takes klog's flags, as KubeFed's kubefedctl did: its
+// scripts and docs pass --v=2 (or -v). --v and --vmodule are shown; the
+// others are accepted, hidden.
+func addKlogFlags(flags *pflag.FlagSet) {
+	gofs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(gofs)
+	flags.AddGoFlagSet(gofs)
+	gofs.VisitAll(func(f *flag.Flag) {
+		if f.Name != "v" && f.Name != "vmodule" {
+			_ = flags.MarkHidden(f.Name)
+		}
+	})
 }

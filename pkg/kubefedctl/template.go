@@ -39,9 +39,12 @@ func federatedTemplate(obj *unstructured.Unstructured) map[string]any {
 	gk := obj.GroupVersionKind().GroupKind()
 	switch gk {
 	case schema.GroupKind{Kind: "Service"}:
-		// Allocated by each cluster from its own ranges.
-		unstructured.RemoveNestedField(tmpl, "spec", "clusterIP")
-		unstructured.RemoveNestedField(tmpl, "spec", "clusterIPs")
+		// Allocated by each cluster from its own ranges; but None, a
+		// headless Service, is what the user asked for.
+		if ip, _, _ := unstructured.NestedString(tmpl, "spec", "clusterIP"); ip != corev1.ClusterIPNone {
+			unstructured.RemoveNestedField(tmpl, "spec", "clusterIP")
+			unstructured.RemoveNestedField(tmpl, "spec", "clusterIPs")
+		}
 		unstructured.RemoveNestedField(tmpl, "spec", "healthCheckNodePort")
 		if ports, ok, _ := unstructured.NestedSlice(tmpl, "spec", "ports"); ok {
 			for _, p := range ports {
@@ -75,6 +78,27 @@ func federatedTemplate(obj *unstructured.Unstructured) map[string]any {
 		}
 	}
 	return tmpl
+}
+
+// systemAnnotationPrefixes start the annotations kubectl and the API
+// server's controllers write, which no one means to propagate.
+var systemAnnotationPrefixes = []string{
+	"kubectl.kubernetes.io/", "deployment.kubernetes.io/", "kubernetes.io/service-account.",
+	"pv.kubernetes.io/", "endpoints.kubernetes.io/", "batch.kubernetes.io/", "control-plane.alpha.kubernetes.io/",
+}
+
+// userAnnotations are the keys of obj's annotations, sorted, that its
+// template leaves out and a user may have meant to propagate: all but
+// those of systemAnnotationPrefixes.
+func userAnnotations(obj *unstructured.Unstructured) []string {
+	var keys []string
+	for k := range obj.GetAnnotations() {
+		if !slices.ContainsFunc(systemAnnotationPrefixes, func(p string) bool { return strings.HasPrefix(k, p) }) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // federatedObject is the Federated<T> object for obj, placed in every

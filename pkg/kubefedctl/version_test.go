@@ -31,3 +31,13 @@ func TestVersion(t *testing.T) {
 		t.Errorf("-o wide: got %v", err)
 	}
 }
+
+// KubeFed's scripts and docs pass klog's --v (or -v) to every verb.
+func TestKlogFlagsAreAccepted(t *testing.T) {
+	w := newWorld(t)
+	for _, args := range [][]string{{"version", "--v=2"}, {"-v=4", "version"}, {"version", "--vmodule=x=2", "--logtostderr"}} {
+		if _, _, err := w.run(t, args...); err != nil {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+}
