@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fedv1b1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
+	"github.com/kubefed-io/kubefed/pkg/clusterclient"
 	"github.com/kubefed-io/kubefed/test/framework"
 )
 
@@ -76,6 +77,20 @@ func TestProbeTimeoutMakesMemberOffline(t *testing.T) {
 	}
 	if len(h.events.matching("RetrievingClusterHealthFailed")) != 1 {
 		t.Errorf("events: %v", h.events.events)
+	}
+}
+
+// A clusterHealthCheck.timeout longer than the member clients' own request
+// timeout bounds the probe, as in KubeFed, whose health client had it.
+func TestProbeTimeoutLongerThanTheClients(t *testing.T) {
+	slow := newFakeMember(t, "t")
+	slow.mode.Store(int32(modeSlow))
+	c, s := slow.objects("slow", "t")
+	r := &Reconciler{Registry: clusterclient.NewRegistry(clusterclient.ConfigOptions{Timeout: slowAnswer / 3})}
+	h := newHarnessFor(t, r, Options{Period: time.Hour, Timeout: 10 * slowAnswer}, c, s)
+	h.manualWorker("slow").cycle(h.ctx)
+	if got := h.condition("slow", fedv1b1.ClusterReady); got != "True/ClusterReady" {
+		t.Errorf("Ready = %s (%s), want True: the member answered within the probe's timeout", got, h.message("slow", fedv1b1.ClusterOffline))
 	}
 }
 

@@ -46,7 +46,12 @@ const (
 	modeHang
 	// modeAnswer answers with what fakeMember.answer holds.
 	modeAnswer
+	// modeSlow answers ok after slowAnswer.
+	modeSlow
 )
+
+// slowAnswer is how long a fakeMember in modeSlow takes to answer.
+const slowAnswer = 300 * time.Millisecond
 
 // memberAnswer is a fakeMember's answer in modeAnswer.
 type memberAnswer struct {
@@ -102,6 +107,9 @@ func (m *fakeMember) serve(w http.ResponseWriter, r *http.Request) {
 		<-m.release
 	case modeUnhealthy:
 		http.Error(w, "[+]ping ok\n[-]etcd failed: reason withheld\nreadyz check failed", http.StatusInternalServerError)
+	case modeSlow:
+		time.Sleep(slowAnswer)
+		_, _ = w.Write([]byte("ok"))
 	case modeAnswer:
 		a := m.answer.Load()
 		w.WriteHeader(a.code)

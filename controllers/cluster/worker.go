@@ -183,7 +183,12 @@ func (w *worker) observe(ctx context.Context, cluster *fedv1b1.KubeFedCluster) (
 	start := time.Now()
 	probeCtx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	defer cancel()
-	obs := probeHealth(probeCtx, clients.HTTPClient(), clients.Host(), r.opts.Timeout)
+	// The probe's own deadline bounds it: the clients' request timeout
+	// (30 s) would cut a longer clusterHealthCheck.timeout short, as
+	// KubeFed's health client, built with that timeout, did not.
+	probeClient := *clients.HTTPClient()
+	probeClient.Timeout = 0
+	obs := probeHealth(probeCtx, &probeClient, clients.Host(), r.opts.Timeout)
 	metrics.ClusterHealthStatusDuration.Observe(time.Since(start).Seconds())
 	return obs, clients, nil
 }

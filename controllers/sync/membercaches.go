@@ -40,7 +40,22 @@ func NewMemberCaches(registry *clusterclient.Registry, readiness *cluster.Readin
 		added:     map[string]uint64{},
 	}
 	readiness.AddListener(m)
+	registry.OnChange(m.clientsChanged)
 	return m
+}
+
+// clientsChanged restarts the informers of a member cached here whose
+// clients were rebuilt, or stops them if its clients were dropped: a token
+// rotated while the member stayed Ready changes no readiness, and the old
+// informers would relist with the withdrawn token, fail, and hold a frozen
+// cache that says it is synced.
+func (m *MemberCaches) clientsChanged(name string) {
+	m.mu.RLock()
+	_, added := m.added[name]
+	m.mu.RUnlock()
+	if added {
+		m.Ensure(name)
+	}
 }
 
 // ShareOnly makes the caches hold only the members passed to Own, for a

@@ -57,6 +57,31 @@ func TestMembersWithoutClientsLoseTheirCaches(t *testing.T) {
 	})
 }
 
+// A member's clients rebuilt while it stays Ready (a rotated token, a new
+// endpoint) restart its informers with them, with no readiness change and
+// no reconcile asking.
+func TestRebuiltClientsRestartTheMembersInformers(t *testing.T) {
+	before := configMapMember(t, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"ns","resourceVersion":"5"}}`)
+	after := configMapMember(t, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"b","namespace":"ns","resourceVersion":"5"}}`)
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	registry, _, members := syncedMemberCaches(t, before, gvr, "up")
+	cached := func(name string) bool {
+		lister, synced := members.Lister("up", gvr)
+		if lister == nil || !synced {
+			return false
+		}
+		_, err := lister.Namespace("ns").Get(name)
+		return err == nil
+	}
+	if !cached("a") {
+		t.Fatal("the first clients' object is not cached")
+	}
+	if _, err := registry.SetLocal("up", &rest.Config{Host: after.URL}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the member cached through its new clients", func() bool { return cached("b") && !cached("a") })
+}
+
 // syncedMemberCaches are member caches of gvr in the named members, all
 // served by srv, each ready and synced; stopped when the test ends.
 func syncedMemberCaches(t *testing.T, srv *httptest.Server, gvr schema.GroupVersionResource, names ...string) (*clusterclient.Registry, *cluster.ReadinessTracker, *MemberCaches) {

@@ -32,6 +32,26 @@ type Registry struct {
 	// generation numbers every build, so that holders of Clients can tell a
 	// rebuild from the set they hold.
 	generation uint64
+	// listeners hear of clusters whose clients were rebuilt or dropped.
+	listeners []func(cluster string)
+}
+
+// OnChange makes f hear of every cluster whose clients are rebuilt (a
+// rotated token, a new endpoint) or dropped, on a goroutine of its own,
+// after the change: holders of the old clients, such as informers, learn
+// that they are stale without waiting for a readiness change, which a
+// member that stayed reachable never has.
+func (r *Registry) OnChange(f func(cluster string)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.listeners = append(r.listeners, f)
+}
+
+// changedLocked tells the listeners of a change to name's clients.
+func (r *Registry) changedLocked(name string) {
+	for _, f := range r.listeners {
+		go f(name)
+	}
 }
 
 // NewRegistry returns an empty Registry whose clients use o.
@@ -63,6 +83,7 @@ func (r *Registry) Ensure(cluster *fedv1b1.KubeFedCluster, secret *corev1.Secret
 	metrics.ClusterClientConnectionDuration.Observe(time.Since(start).Seconds())
 	r.removeLocked(cluster.Name)
 	r.entries[cluster.Name] = c
+	r.changedLocked(cluster.Name)
 	return c, nil
 }
 
@@ -105,6 +126,7 @@ func (r *Registry) SetLocal(name string, cfg *rest.Config) (*Clients, error) {
 	r.generation++
 	c := &Clients{name: name, config: cfg, httpClient: httpClient, generation: r.generation}
 	r.entries[name] = c
+	r.changedLocked(name)
 	return c, nil
 }
 
@@ -140,6 +162,7 @@ func (r *Registry) removeLocked(name string) {
 	if c, ok := r.entries[name]; ok {
 		delete(r.entries, name)
 		utilnet.CloseIdleConnectionsFor(c.httpClient.Transport)
+		r.changedLocked(name)
 	}
 }
 

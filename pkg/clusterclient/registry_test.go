@@ -65,6 +65,49 @@ func TestRegistryRebuildsOnlyOnConnectionChanges(t *testing.T) {
 	}
 }
 
+// Listeners hear of clients rebuilt and dropped, not of an Ensure that
+// changed nothing.
+func TestRegistryTellsOfChangedClients(t *testing.T) {
+	r := NewRegistry(ConfigOptions{})
+	heard := make(chan string, 10)
+	r.OnChange(func(cluster string) { heard <- cluster })
+	cluster, secret := testCluster("member.example.com"), testSecret(map[string]string{TokenKey: testToken})
+	expect := func(what string, n int) {
+		t.Helper()
+		for range n {
+			select {
+			case got := <-heard:
+				if got != cluster.Name {
+					t.Fatalf("%s: heard of %q", what, got)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("%s: not heard of", what)
+			}
+		}
+	}
+	if _, err := r.Ensure(cluster, secret); err != nil {
+		t.Fatal(err)
+	}
+	expect("built", 1)
+	if _, err := r.Ensure(cluster, secret); err != nil {
+		t.Fatal(err)
+	}
+	secret.Data[TokenKey] = []byte("rotated")
+	if _, err := r.Ensure(cluster, secret); err != nil {
+		t.Fatal(err)
+	}
+	expect("rebuilt", 2) // the old clients dropped, the new ones built
+	r.Remove(cluster.Name)
+	expect("removed", 1)
+	// The Ensure that changed nothing was not told: a positive signal
+	// (the removal heard) came after it.
+	select {
+	case got := <-heard:
+		t.Errorf("heard of %q once more", got)
+	default:
+	}
+}
+
 func TestRegistryDropsClientsOfMalformedConfig(t *testing.T) {
 	r := NewRegistry(ConfigOptions{})
 	cluster := testCluster("member.example.com")
