@@ -414,7 +414,8 @@ func (f *federator) collectContents(ctx context.Context, namespace string) error
 // collectContentsNotEnabled deals with the namespace's objects of types no
 // FederatedTypeConfig federates, in the preferred version of each group: as
 // in KubeFed, --enable-type enables the types that have objects and
-// federates them; without it they are named on standard error, rather than
+// federates them, and -o yaml prints them as the types' default FTCs would
+// federate them; otherwise they are named on standard error, rather than
 // left out without a word.
 func (f *federator) collectContentsNotEnabled(ctx context.Context, namespace string, skip []schema.GroupResource) error {
 	for _, t := range f.idx.types {
@@ -438,7 +439,9 @@ func (f *federator) collectContentsNotEnabled(ctx context.Context, namespace str
 		if len(objs) == 0 {
 			continue
 		}
-		if !f.opts.enableType {
+		if !f.opts.enableType && f.opts.output != "yaml" {
+			// Printed, they are written as the type's default FTC would
+			// federate them, as in KubeFed.
 			fmt.Fprintf(f.warn, "Warning: %d %s object(s) in namespace %q not federated: the type is not enabled (pass --enable-type, or kubefedctl enable %s)\n",
 				len(objs), t.name(), namespace, t.name())
 			continue

@@ -537,6 +537,12 @@ type: kubernetes.io/dockercfg
 	if errOut != "Warning: 1 widgets.example.com object(s) in namespace \"demo\" not federated: the type is not enabled (pass --enable-type, or kubefedctl enable widgets.example.com)\n" {
 		t.Errorf("stderr: %s", errOut)
 	}
+	// Printed, as in KubeFed, it is written as its type's default FTC
+	// would federate it, with no word of warning.
+	if out, errOut, err := h.run(t, "", "federate", "ns", "demo", "-c", "-o", "yaml"); err != nil || !strings.Contains(out, "kind: FederatedWidget") ||
+		strings.Contains(out, "kind: FederatedTypeConfig") || strings.Contains(errOut, "widgets.example.com") {
+		t.Errorf("--contents -o yaml without --enable-type: %v\n%s\n%s", err, out, errOut)
+	}
 	// With --enable-type, as in KubeFed, its type is enabled and it is federated.
 	if out := h.mustRun(t, "federate", "ns", "demo", "-c", "-t", "-o", "yaml"); !strings.Contains(out, "kind: FederatedWidget") ||
 		!strings.Contains(out, "name: widgets.example.com") {
