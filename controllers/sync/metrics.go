@@ -6,6 +6,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/kubefed-io/kubefed/pkg/metrics"
 )
 
 var (
@@ -13,13 +15,13 @@ var (
 	reconcileDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "reconcile_federated_resources_duration_seconds",
 		Help:    "Time taken to reconcile one federated object in every member cluster.",
-		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+		Buckets: metrics.KubeFedBuckets,
 	})
 	// dispatchDuration is KubeFed's dispatch_operation_duration_seconds.
 	dispatchDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "dispatch_operation_duration_seconds",
 		Help:    "Time taken by one create, update or delete of a member object.",
-		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+		Buckets: metrics.KubeFedBuckets,
 	}, []string{"action"})
 	// propagationLatency is the time from a federated object's change, as
 	// the engine first saw it, to each member copy written for it.

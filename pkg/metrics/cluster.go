@@ -17,6 +17,11 @@ const (
 
 var clusterStates = []string{ClusterStateReady, ClusterStateNotReady, ClusterStateOffline}
 
+// KubeFedBuckets are the buckets of KubeFed's duration histograms, which
+// the histograms of the same names keep: dashboards and alerts written for
+// KubeFed pick le values such as 7.5 or 12.5.
+var KubeFedBuckets = []float64{0.01, 0.05, 0.1, 0.5, 1.0, 2.5, 5.0, 7.5, 10.0, 12.5, 15.0, 17.5, 20.0, 22.5, 25.0, 27.5, 30.0, 50.0, 75.0, 100.0, 1000.0}
+
 var (
 	// ClusterTotal is 1 for the state a member cluster is in and 0 for the
 	// other states, so that sum by (state) counts clusters per state.
@@ -30,7 +35,7 @@ var (
 	ClusterHealthStatusDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "cluster_health_status_duration_seconds",
 		Help:    "Time taken to probe the health of a member cluster.",
-		Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
+		Buckets: KubeFedBuckets,
 	})
 
 	// ClusterClientConnectionDuration observes how long building the
@@ -38,7 +43,7 @@ var (
 	ClusterClientConnectionDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "cluster_client_connection_duration_seconds",
 		Help:    "Time taken to build the clients of a member cluster.",
-		Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1},
+		Buckets: KubeFedBuckets,
 	})
 )
 
