@@ -197,10 +197,20 @@ func (o *federateOptions) run(ctx context.Context, streams IOStreams, args []str
 	if f.namespace == "" {
 		f.namespace = metav1.NamespaceDefault
 	}
+	offline := false
 	if f.idx, err = discoverAPI(ctx, host); err != nil {
-		return err
+		if o.filename == "" {
+			return err
+		}
+		// A file is federated without the host, as in KubeFed (a CI job
+		// that prints what it commits): its types are guessed.
+		fmt.Fprintf(f.warn, "Warning: the host's API cannot be read (%v); the types of %s are guessed from their kinds, as KubeFed did\n", err, o.filename)
+		f.idx, offline = &apiIndex{}, true
 	}
-	if f.ftcs, err = listTypeConfigs(ctx, host, o.g.kubefedNamespace); err != nil {
+	if offline {
+		// No FederatedTypeConfig can be read: each type as enable would
+		// federate it by default.
+	} else if f.ftcs, err = listTypeConfigs(ctx, host, o.g.kubefedNamespace); err != nil {
 		// Printing needs no KubeFed API in the host, as in KubeFed.
 		if o.output != "yaml" || !meta.IsNoMatchError(err) {
 			return err
@@ -496,7 +506,16 @@ func (f *federator) collectFromFile(ctx context.Context, input []byte) error {
 			return fmt.Errorf("%s object in %s has no metadata.name", gvk.Kind, f.opts.filename)
 		}
 		t, err := f.idx.lookup(gvk)
-		if err != nil {
+		if errors.Is(err, errTypeNotFound) && !f.idx.servesKind(gvk.GroupKind()) {
+			// A kind the host does not serve (yet: its CRD is applied
+			// with the file, say) is guessed, as KubeFed guessed every
+			// kind of a file: its plural from the kind, and namespaced
+			// when the object has a namespace.
+			t = guessedType(gvk, obj.GetNamespace() != "")
+			if len(f.idx.types) > 0 {
+				fmt.Fprintf(f.warn, "Warning: %s: %v; federated as %s, %s, as guessed from its kind\n", ref, err, t.name(), scopeWord(t.namespaced))
+			}
+		} else if err != nil {
 			return fmt.Errorf("%s: %w", ref, err)
 		}
 		ftc, err := f.typeConfig(ctx, t)

@@ -1,6 +1,7 @@
 package kubefedctl
 
 import (
+	"errors"
 	"maps"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clienttesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/yaml"
@@ -451,6 +453,56 @@ items:
 		if _, _, err := h.run(t, "", "federate", "-f", file, "-n", "shop"); err == nil || !strings.Contains(err.Error(), wantErr) {
 			t.Errorf("%q: got %v, want error containing %q", content, err, wantErr)
 		}
+	}
+}
+
+// A kind the host does not serve, or a host that cannot be reached, is no
+// obstacle to printing a file's federated objects, as in KubeFed: the type
+// is guessed from the kind, namespaced when the object has a namespace.
+func TestFederateFromFileGuessesUnservedKinds(t *testing.T) {
+	h := newTypesHost(t)
+	manifest := `apiVersion: gear.example.com/v1
+kind: Gear
+metadata: {name: g1, namespace: shop}
+spec: {teeth: 12}
+---
+apiVersion: gear.example.com/v1
+kind: GearClass
+metadata: {name: fast}
+`
+	check := func(what, out string) {
+		t.Helper()
+		for _, want := range []string{"kind: FederatedGear\n", "name: g1\n  namespace: shop\n", "kind: FederatedGearClass\n", "teeth: 12"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s: output lacks %q:\n%s", what, want, out)
+			}
+		}
+	}
+	out, errOut, err := h.run(t, manifest, "federate", "-f", "-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("unserved kinds", out)
+	if !strings.Contains(errOut, "Gear shop/g1: the host cluster does not serve kind Gear in gear.example.com/v1") ||
+		!strings.Contains(errOut, "federated as gears.gear.example.com, namespaced") ||
+		!strings.Contains(errOut, "federated as gearclasses.gear.example.com, cluster-scoped") {
+		t.Errorf("stderr:\n%s", errOut)
+	}
+
+	h.disc.PrependReactor("*", "*", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("dial tcp 127.0.0.1:6443: connect: connection refused")
+	})
+	out, errOut, err = h.run(t, manifest, "federate", "-f", "-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("unreachable host", out)
+	if !strings.Contains(errOut, "Warning: the host's API cannot be read") || !strings.Contains(errOut, "connection refused") {
+		t.Errorf("stderr:\n%s", errOut)
+	}
+	// Without -f the host's API is needed.
+	if _, _, err := h.run(t, "", "federate", "configmap", "app", "-n", "demo"); err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("federate of a host object with discovery failing: %v", err)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
@@ -217,6 +218,27 @@ func (x *apiIndex) lookup(gvk schema.GroupVersionKind) (apiType, error) {
 		}
 	}
 	return apiType{}, fmt.Errorf("the host cluster does not serve kind %s in %s: %w", gvk.Kind, gvk.GroupVersion(), errTypeNotFound)
+}
+
+// servesKind says whether the host serves gk in some version.
+func (x *apiIndex) servesKind(gk schema.GroupKind) bool {
+	return slices.ContainsFunc(x.types, func(t apiType) bool { return t.gvr.Group == gk.Group && t.kind == gk.Kind })
+}
+
+// guessedType is the type of a kind the host's discovery does not tell:
+// its plural guessed from the kind as KubeFed did, and every verb, so
+// that only the kind's group and resource decide whether it is federatable.
+func guessedType(gvk schema.GroupVersionKind, namespaced bool) apiType {
+	plural, singular := meta.UnsafeGuessKindToResource(gvk)
+	return apiType{gvr: plural, kind: gvk.Kind, singular: singular.Resource, namespaced: namespaced, verbs: federationVerbs}
+}
+
+// scopeWord names a type's scope.
+func scopeWord(namespaced bool) string {
+	if namespaced {
+		return "namespaced"
+	}
+	return "cluster-scoped"
 }
 
 // kubefedGroup reports the API groups of KubeFed itself, whose types are
