@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -550,9 +551,20 @@ func TestDNSEndpointOfIngressAndForeignOwner(t *testing.T) {
 	if len(ep.Spec.Endpoints) != 1 || ep.Spec.Endpoints[0].DNSName != "shop.example.com" || ep.Spec.Endpoints[0].RecordType != "A" {
 		t.Errorf("endpoints = %+v", ep.Spec.Endpoints)
 	}
-	// A DNSEndpoint another object controls is left alone, with an error.
+	// A DNSEndpoint another object controls is left alone, with an error
+	// and a warning on the record.
+	recorder := events.NewFakeRecorder(10)
+	r.Recorder = recorder
 	if _, err := r.ReconcileIngress(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "shop", Name: "other"}}); err == nil {
 		t.Error("overwrote a DNSEndpoint controlled by another object")
+	}
+	select {
+	case e := <-recorder.Events:
+		if !strings.HasPrefix(e, "Warning "+EventDNSEndpointNotWritten+" ") || !strings.Contains(e, "ingress-other") {
+			t.Errorf("event %q", e)
+		}
+	default:
+		t.Error("no event on the record whose DNSEndpoint another object controls")
 	}
 	got := &dnsv1a1.DNSEndpoint{}
 	if err := c.Get(ctx, types.NamespacedName{Namespace: "shop", Name: "ingress-other"}, got); err != nil || len(got.Spec.Endpoints) != 0 {

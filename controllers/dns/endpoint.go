@@ -8,10 +8,12 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -49,6 +51,11 @@ type DNSEndpointReconciler struct {
 	// for (see dnsrecord.ServiceEndpointsResolving); the system resolver,
 	// within resolveTimeout, when nil.
 	Resolve dnsrecord.Resolver
+	// Recorder records, on a record, that its DNSEndpoint cannot be
+	// written (another object controls it, the API server refuses it): the
+	// record's own status says nothing of it. SetupWithManager sets the
+	// manager's when nil; nil records nothing.
+	Recorder events.EventRecorder
 	// ServiceRecords and IngressRecords say which of the two controllers
 	// SetupWithManager registers, as the CrossClusterServiceDiscovery and
 	// FederatedIngress feature gates say (KubeFed ran each under its own);
@@ -132,6 +139,9 @@ func (r *DNSEndpointReconciler) SetupWithManager(mgr manager.Manager) error {
 	if r.Scheme == nil {
 		r.Scheme = mgr.GetScheme()
 	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder("dnsendpoint-controller")
+	}
 	both := !r.ServiceRecords && !r.IngressRecords
 	// A DNSEndpoint is written again when its spec changed or it was
 	// deleted, not when ExternalDNS writes its status: that would look
@@ -165,7 +175,20 @@ func (r *DNSEndpointReconciler) ReconcileService(ctx context.Context, req reconc
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	eps, resolved := dnsrecord.ServiceEndpointsResolving(rec, r.resolver(ctx))
-	return again(resolved, rec.Spec.RecordTTL), r.ensure(ctx, rec, dnsrecord.ServiceEndpointName(rec.Name), eps)
+	return again(resolved, rec.Spec.RecordTTL), r.told(rec, r.ensure(ctx, rec, dnsrecord.ServiceEndpointName(rec.Name), eps))
+}
+
+// EventDNSEndpointNotWritten is the reason of the warning recorded on a
+// record whose DNSEndpoint cannot be written.
+const EventDNSEndpointNotWritten = "DNSEndpointNotWritten"
+
+// told records err, a failure to write rec's DNSEndpoint, on rec, and
+// returns it.
+func (r *DNSEndpointReconciler) told(rec client.Object, err error) error {
+	if err != nil && r.Recorder != nil {
+		r.Recorder.Eventf(rec, nil, corev1.EventTypeWarning, EventDNSEndpointNotWritten, "WriteDNSEndpoint", "%v", err)
+	}
+	return err
 }
 
 // ReconcileIngress writes the DNSEndpoint of one IngressDNSRecord.
@@ -175,7 +198,7 @@ func (r *DNSEndpointReconciler) ReconcileIngress(ctx context.Context, req reconc
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	eps, resolved := dnsrecord.IngressEndpointsResolving(rec, r.resolver(ctx))
-	return again(resolved, rec.Spec.RecordTTL), r.ensure(ctx, rec, dnsrecord.IngressEndpointName(rec.Name), eps)
+	return again(resolved, rec.Spec.RecordTTL), r.told(rec, r.ensure(ctx, rec, dnsrecord.IngressEndpointName(rec.Name), eps))
 }
 
 // ensure makes the DNSEndpoint name, controlled by owner, hold endpoints.
