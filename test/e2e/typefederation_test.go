@@ -627,6 +627,14 @@ var _ = Describe("Type federation", Ordered, func() {
 		Entry("an ambiguous kind", "sprockets.beta."+tfGroup, "enable", "sprocket"),
 		Entry("a type a member serves but the host does not", "thingamajigs."+tfGroup, "enable", "thingamajigs."+tfGroup),
 		Entry("federating an object of a type the host does not serve", "thingamajig", "federate", "thingamajig", "t1", "-n", "default"),
-		Entry("disabling a type that is not enabled", "nosuchthings."+tfGroup, "disable", "nosuchthings."+tfGroup),
+		// A plural.group name of a type gone is no error, as in KubeFed
+		// (its FTC "does not exist"); a name that resolves to nothing is.
+		Entry("disabling a type that is neither enabled nor served", "nosuchthing", "disable", "nosuchthing"),
 	)
+
+	It("says a plural.group type neither enabled nor served has no FederatedTypeConfig, and succeeds, as KubeFed did", func(ctx context.Context) {
+		out, errOut, err := kfctl(ctx, "disable", "nosuchthings."+tfGroup)
+		Expect(err).NotTo(HaveOccurred(), "stderr:\n%s", errOut)
+		Expect(out).To(Equal("FederatedTypeConfig \"kube-federation-system/nosuchthings." + tfGroup + "\" does not exist\n"))
+	})
 })
