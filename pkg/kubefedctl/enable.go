@@ -194,8 +194,17 @@ func parseEnableFile(data []byte, filename string, base enableRequest, flagSet f
 		if err := yaml.Unmarshal(doc, &tm); err != nil {
 			return nil, fmt.Errorf("%s: %w", r.source, err)
 		}
-		switch tm.Kind {
-		case "CustomResourceDefinition":
+		switch {
+		case tm.Kind == "CustomResourceDefinition" && tm.APIVersion == "apiextensions.k8s.io/v1beta1":
+			// An old CRD file, whose schema this version cannot read: as
+			// KubeFed did with every CRD file, the type is the one the
+			// host serves under the CRD's name (plural.group).
+			var meta metav1.PartialObjectMetadata
+			if err := yaml.Unmarshal(doc, &meta); err != nil || meta.Name == "" {
+				return nil, fmt.Errorf("%s: the CustomResourceDefinition has no metadata.name naming the type", r.source)
+			}
+			r.name = meta.Name
+		case tm.Kind == "CustomResourceDefinition":
 			crd := &apiextensionsv1.CustomResourceDefinition{}
 			if err := yaml.Unmarshal(doc, crd); err != nil {
 				return nil, fmt.Errorf("%s: decode CustomResourceDefinition: %w", r.source, err)
@@ -205,7 +214,7 @@ func parseEnableFile(data []byte, filename string, base enableRequest, flagSet f
 				return nil, fmt.Errorf("%s: %w", r.source, err)
 			}
 			r.target = &t
-		case "EnableTypeDirective":
+		case tm.Kind == "EnableTypeDirective":
 			d := &enableTypeDirective{}
 			if err := yaml.Unmarshal(doc, d); err != nil {
 				return nil, fmt.Errorf("%s: decode EnableTypeDirective: %w", r.source, err)

@@ -429,6 +429,23 @@ spec:
 		if ftc := h.ftc(t, "widgets.example.com"); ftc == nil || ftc.Spec.TargetType.Version != "v1beta1" {
 			t.Errorf("widgets.example.com: %+v", ftc)
 		}
+		// A CRD file of apiextensions.k8s.io/v1beta1, as KubeFed users
+		// kept: the type the host serves under its name.
+		old := `apiVersion: apiextensions.k8s.io/v1beta1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.legacy.example.com}
+spec:
+  group: legacy.example.com
+  version: v1
+  names: {kind: Gadget, plural: gadgets}
+  scope: Namespaced
+`
+		if _, errOut, err := h.run(t, old, "enable", "-f", "-"); err != nil {
+			t.Fatalf("a v1beta1 CRD file: %v\n%s", err, errOut)
+		}
+		if h.ftc(t, "gadgets.legacy.example.com") == nil {
+			t.Error("a v1beta1 CRD file enabled nothing")
+		}
 		// A flag wins over the file.
 		if _, _, err := h.run(t, directive, "enable", "-f", "-", "--version", "v1"); err != nil {
 			t.Fatal(err)
