@@ -650,6 +650,36 @@ func TestAdmissionPolicies(t *testing.T) {
 // TestFirstStartValues checks the values dist/ is rendered with: no
 // KubeFedConfig and no FederatedTypeConfig rendered, the controller-manager
 // told to create them, with the exclusions passed on.
+// controllerManager.env reaches the container, beside the scale-out
+// replica's own variables.
+func TestEnvValues(t *testing.T) {
+	h := newHelm(t)
+	for _, scaleOut := range []string{"false", "true"} {
+		var d appsv1.Deployment
+		into(t, only(t, h.template(t, renderNamespace, nil, "controllerManager.scaleOut="+scaleOut,
+			"controllerManager.env[0].name=HTTPS_PROXY", "controllerManager.env[0].value=http://proxy:3128"), "Deployment"), &d)
+		var names []string
+		for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+			names = append(names, e.Name)
+			if e.Name == "HTTPS_PROXY" && e.Value != "http://proxy:3128" {
+				t.Errorf("scaleOut=%s: HTTPS_PROXY=%q", scaleOut, e.Value)
+			}
+		}
+		want := []string{"HTTPS_PROXY"}
+		if scaleOut == "true" {
+			want = []string{"POD_NAME", "POD_IP", "HTTPS_PROXY"}
+		}
+		if !slices.Equal(names, want) {
+			t.Errorf("scaleOut=%s: env %v, want %v", scaleOut, names, want)
+		}
+	}
+	var d appsv1.Deployment
+	into(t, only(t, h.template(t, renderNamespace, nil), "Deployment"), &d)
+	if env := d.Spec.Template.Spec.Containers[0].Env; len(env) != 0 {
+		t.Errorf("env by default: %v", env)
+	}
+}
+
 // Probe values left empty, or naming httpGet, render the chart's probes.
 func TestProbeValues(t *testing.T) {
 	h := newHelm(t)
