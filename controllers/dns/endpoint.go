@@ -68,6 +68,7 @@ type DNSEndpointReconciler struct {
 	// turn them into a CNAME to one member.
 	answersMu sync.Mutex
 	answers   map[string]answer
+	pruned    time.Time
 }
 
 type answer struct {
@@ -100,14 +101,18 @@ func (r *DNSEndpointReconciler) resolver(ctx context.Context) dnsrecord.Resolver
 		if r.answers == nil {
 			r.answers = map[string]answer{}
 		}
+		if now.Sub(r.pruned) > time.Minute {
+			// Hostnames no record names any more go too.
+			r.pruned = now
+			for h, a := range r.answers {
+				if now.Sub(a.at) > staleAnswers {
+					delete(r.answers, h)
+				}
+			}
+		}
 		if err == nil && len(addrs) > 0 {
 			r.answers[host] = answer{addrs: slices.Clone(addrs), at: now}
 			return addrs, nil
-		}
-		for h, a := range r.answers {
-			if now.Sub(a.at) > staleAnswers {
-				delete(r.answers, h)
-			}
 		}
 		if last, ok := r.answers[host]; ok {
 			log.FromContext(ctx).V(1).Info("Cannot resolve a load-balancer hostname; its last addresses stand in", "hostname", host, "resolvedAt", last.at, "err", fmt.Sprint(err))
