@@ -118,7 +118,7 @@ func (m *MemberCaches) ClusterReadinessChanged(name string, ready bool) {
 		if _, ok := m.registry.Get(name); !ok {
 			// Not under the tracker's notification: stopping informers
 			// waits for their handlers.
-			go m.Remove(name)
+			go m.removeWithoutClients(name)
 		}
 	}
 }
@@ -137,7 +137,7 @@ func (m *MemberCaches) Ensure(name string) bool {
 		if added {
 			// Its clients are gone: so go the informers that used them,
 			// apart from the caller, which may be one of their handlers.
-			go m.Remove(name)
+			go m.removeWithoutClients(name)
 		}
 		return false
 	}
@@ -163,6 +163,16 @@ func (m *MemberCaches) Ensure(name string) bool {
 	}
 	m.added[name] = clients.Generation()
 	return true
+}
+
+// removeWithoutClients removes a member's caches if it still has no
+// clients when this runs, on a goroutine of its own: the member may have
+// been joined again meanwhile, and its new caches must stay.
+func (m *MemberCaches) removeWithoutClients(name string) {
+	if _, ok := m.registry.Get(name); ok {
+		return
+	}
+	m.Remove(name)
 }
 
 // Remove stops the caches of a member that left the federation.
