@@ -136,13 +136,11 @@ func scheduledMessage(spec *schedulingv1alpha1.ReplicaSchedulingPreferenceSpec, 
 		reason = ReasonInsufficientCapacity
 		fmt.Fprintf(&b, "%d of %d replicas fit in no cluster", d.unplaced, total)
 		b.WriteString(preferenceHints(spec, d))
-	case len(d.waiting) > 0:
-		reason = ReasonInsufficientCapacity
-		fmt.Fprintf(&b, "%d replicas over %d clusters", total, len(d.replicas))
 	default:
 		fmt.Fprintf(&b, "%d replicas over %d clusters", total, len(d.replicas))
 	}
 	if len(d.waiting) > 0 {
+		reason = ReasonInsufficientCapacity
 		var waiting int64
 		names := make([]string, 0, len(d.waiting))
 		for name, n := range d.waiting {

@@ -5,13 +5,13 @@ import (
 	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
+	"github.com/kubefed-io/kubefed/pkg/informermanager"
 )
 
 // ownNamespaces is the engine's own cache of FederatedNamespaces, which
@@ -77,24 +77,11 @@ func (e *Engine) startOwnNamespaces() {
 	gvr := schema.GroupVersionResource{Group: ft.Group, Version: ft.Version, Resource: ft.PluralName}
 	ctx, cancel := context.WithCancel(e.ctx)
 	informer := dynamicinformer.NewFilteredDynamicInformer(e.host, gvr, metav1.NamespaceAll, 0, toolscache.Indexers{}, nil).Informer()
-	_ = informer.SetTransform(func(obj any) (any, error) {
-		if u, ok := obj.(*unstructured.Unstructured); ok {
-			u.SetManagedFields(nil)
-		}
-		return obj, nil
-	})
-	changed := func(obj any) {
-		if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-			obj = d.Obj
-		}
-		if u, ok := obj.(*unstructured.Unstructured); ok {
-			e.namespaceChanged(u.GetNamespace())
-		}
-	}
+	_ = informer.SetTransform(func(obj any) (any, error) { return informermanager.StripManagedFields(obj), nil })
 	_, _ = informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    changed,
-		UpdateFunc: func(_, n any) { changed(n) },
-		DeleteFunc: changed,
+		AddFunc:    e.fedNamespaceChanged,
+		UpdateFunc: func(_, n any) { e.fedNamespaceChanged(n) },
+		DeleteFunc: e.fedNamespaceChanged,
 	})
 	own := &ownNamespaces{informer: informer, cancel: cancel}
 	if !e.fedNS.own.CompareAndSwap(nil, own) {

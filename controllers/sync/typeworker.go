@@ -382,13 +382,19 @@ func (w *typeWorker) enqueueObject(obj any) {
 	}
 	w.queue.Add(key)
 	if w.isNamespaces() {
-		if u, ok := obj.(*unstructured.Unstructured); ok {
-			w.e.namespaceChanged(u.GetNamespace())
-		} else if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-			if u, ok := d.Obj.(*unstructured.Unstructured); ok {
-				w.e.namespaceChanged(u.GetNamespace())
-			}
-		}
+		w.e.fedNamespaceChanged(obj)
+	}
+}
+
+// fedNamespaceChanged enqueues the objects of the namespace of a
+// FederatedNamespace that changed (an informer's object, or the last
+// state of one deleted), from whichever cache saw it.
+func (e *Engine) fedNamespaceChanged(obj any) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		e.namespaceChanged(u.GetNamespace())
 	}
 }
 

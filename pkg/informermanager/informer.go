@@ -49,7 +49,7 @@ func newResourceInformer(cluster string, gvr schema.GroupVersionResource, client
 	// Neither setter can fail on an informer that has not started.
 	_ = informer.SetTransform(func(obj any) (any, error) {
 		events.Inc()
-		return stripManagedFields(obj), nil
+		return StripManagedFields(obj), nil
 	})
 	_ = informer.SetWatchErrorHandlerWithContext(watchErrorLogger(logger))
 
@@ -62,10 +62,10 @@ func newResourceInformer(cluster string, gvr schema.GroupVersionResource, client
 	}
 }
 
-// stripManagedFields drops metadata.managedFields, typically the largest
+// StripManagedFields drops metadata.managedFields, typically the largest
 // part of a small object's metadata, which nothing in the control plane
 // reads. It is idempotent, as client-go requires of a transform.
-func stripManagedFields(obj any) any {
+func StripManagedFields(obj any) any {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		unstructured.RemoveNestedField(u.Object, "metadata", "managedFields")
 	}
