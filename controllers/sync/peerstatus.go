@@ -535,8 +535,14 @@ func (w *typeWorker) recordPeerEvent(ev peerEvent) {
 // it is the object uid; nil otherwise.
 func (w *typeWorker) cachedFed(key string, uid types.UID) *unstructured.Unstructured {
 	obj, exists, err := w.informer.GetIndexer().GetByKey(key)
-	fed, ok := obj.(*unstructured.Unstructured)
-	if err != nil || !exists || !ok || fed.GetUID() != uid {
+	if err != nil || !exists {
+		return nil
+	}
+	if m, ok := objectMeta(obj); !ok || m.GetUID() != uid {
+		return nil
+	}
+	fed, ok := decoded(obj)
+	if !ok {
 		return nil
 	}
 	return fed

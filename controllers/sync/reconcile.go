@@ -105,7 +105,7 @@ func (w *typeWorker) reconcile(ctx context.Context, key string, priority int) (t
 		w.planRelease(key, priority)
 		return 0, nil
 	}
-	fed, ok := obj.(*unstructured.Unstructured)
+	fed, ok := decoded(obj)
 	if !ok {
 		return 0, nil
 	}
@@ -216,7 +216,10 @@ func (w *typeWorker) place(fed *unstructured.Unstructured, set placement.Cluster
 	if err != nil || !exists {
 		return placement.Result{}, typesv1beta1.ReasonNamespaceNotFederated, fmt.Sprintf(namespaceNotFederatedMessageFmt, ns, ns, ns)
 	}
-	fns, _ := obj.(*unstructured.Unstructured)
+	fns, ok := decoded(obj)
+	if !ok {
+		return placement.Result{}, typesv1beta1.ReasonComputePlacementFailed, fmt.Sprintf("FederatedNamespace %s cannot be read", ns)
+	}
 	np, err := placement.FromUnstructured(fns.Object)
 	if err != nil {
 		return placement.Result{}, typesv1beta1.ReasonComputePlacementFailed, fmt.Sprintf("FederatedNamespace %s: %v", ns, err)
@@ -417,7 +420,7 @@ func (w *typeWorker) execute(ctx context.Context, cluster, key string, p *cluste
 	if err != nil || !exists {
 		return outcome{}, false
 	}
-	fed, ok := obj.(*unstructured.Unstructured)
+	fed, ok := decoded(obj)
 	if !ok || planIdentity(p.action, fed) != p.identity {
 		return outcome{}, false
 	}
@@ -860,7 +863,7 @@ func (w *typeWorker) releaseFinalizer(ctx context.Context, key string, fed *unst
 	if err != nil || !exists {
 		return err
 	}
-	cur, ok := obj.(*unstructured.Unstructured)
+	cur, ok := decoded(obj)
 	if !ok || cur.GetUID() != fed.GetUID() {
 		return nil
 	}
@@ -1085,7 +1088,7 @@ func (w *typeWorker) reportTemplateProblems(fed *unstructured.Unstructured) {
 	}
 }
 
-func objectKey(fed *unstructured.Unstructured) string {
+func objectKey(fed metav1.Object) string {
 	if fed.GetNamespace() == "" {
 		return fed.GetName()
 	}

@@ -246,7 +246,7 @@ func (w *typeWorker) syncStatus(ctx context.Context, key string, bulk bool) (tim
 		}
 		return v.wait, nil
 	}
-	fed, ok := obj.(*unstructured.Unstructured)
+	fed, ok := decoded(obj)
 	if !exists || !ok || fed.GetUID() != st.uid || fed.GetGeneration() != st.generation {
 		// The object changed or went away; its reconcile plans again.
 		return 0, nil
@@ -451,11 +451,26 @@ func (w *typeWorker) pullMayHold(fed *unstructured.Unstructured, set placement.C
 
 // notePullEntries remembers the Pull-mode members whose entries fed's
 // status shows.
-func (w *typeWorker) notePullEntries(fed *unstructured.Unstructured) {
-	// On every update of every object while pull members exist: read the
-	// cached object in place rather than copy its status.
-	raw, _, _ := unstructured.NestedFieldNoCopy(fed.Object, "status", "clusters")
-	entries, _ := raw.([]any)
+func (w *typeWorker) notePullEntries(obj any) {
+	fed, ok := objectMeta(obj)
+	if !ok {
+		return
+	}
+	var status any
+	switch o := obj.(type) {
+	case *cachedObject:
+		if o.status == nil {
+			return
+		}
+		var err error
+		if status, err = o.statusValue(); err != nil {
+			return
+		}
+	case *unstructured.Unstructured:
+		status = o.Object["status"]
+	}
+	st, _ := status.(map[string]any)
+	entries, _ := st["clusters"].([]any)
 	for _, e := range entries {
 		if m, ok := e.(map[string]any); ok {
 			if name, _ := m["name"].(string); w.e.pulled(name) {
@@ -532,7 +547,7 @@ func cacheBehind(rv string, rec statusRecord) bool {
 
 // statusSeen forgets our last status write of an object once the host
 // cache shows it (or something newer).
-func (w *typeWorker) statusSeen(fed *unstructured.Unstructured) {
+func (w *typeWorker) statusSeen(fed metav1.Object) {
 	key := objectKey(fed)
 	w.statusMu.Lock()
 	defer w.statusMu.Unlock()

@@ -213,13 +213,7 @@ func newTypeWorker(e *Engine, ftc *corev1beta1.FederatedTypeConfig) (*typeWorker
 	w.events = newMemberEvents(w.recorder, eventWindow, eventStatusWait)
 	w.informer = dynamicinformer.NewFilteredDynamicInformer(w.e.host, w.fedGVR, namespace, 0,
 		toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}, nil).Informer()
-	_ = w.informer.SetTransform(func(obj any) (any, error) {
-		if u, ok := obj.(*unstructured.Unstructured); ok {
-			u.SetManagedFields(nil)
-			compactRemoteStatus(u)
-		}
-		return obj, nil
-	})
+	_ = w.informer.SetTransform(compactHostObject)
 	w.queue = newQueue[string](w.name)
 	w.statusQueue = newQueue[string](w.name + "-status")
 	_, _ = w.informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
@@ -228,15 +222,15 @@ func newTypeWorker(e *Engine, ftc *corev1beta1.FederatedTypeConfig) (*typeWorker
 			w.enqueueObject(obj)
 		},
 		UpdateFunc: func(oldObj, newObj any) {
-			o, ok1 := oldObj.(*unstructured.Unstructured)
-			n, ok2 := newObj.(*unstructured.Unstructured)
+			o, ok1 := objectMeta(oldObj)
+			n, ok2 := objectMeta(newObj)
 			if ok2 {
 				w.statusSeen(n)
 			}
 			if ok2 && w.e.anyPulled() && !w.e.opts.Agent {
-				w.notePullEntries(n)
+				w.notePullEntries(newObj)
 			}
-			if ok1 && ok2 && (w.e.opts.Shard != nil || w.e.anyPulled()) && !reflect.DeepEqual(o.Object["status"], n.Object["status"]) {
+			if ok1 && ok2 && (w.e.opts.Shard != nil || w.e.anyPulled()) && !sameCachedStatus(oldObj, newObj) {
 				// Another replica, or a Pull-mode member's agent, wrote
 				// its members' entries: the Propagation condition adds
 				// up every member's.
@@ -276,7 +270,7 @@ func onlyOurFinalizerAdded(before, after []string) bool {
 
 // noteChange remembers when a generation of a federated object was first seen.
 func (w *typeWorker) noteChange(obj any) {
-	u, ok := obj.(*unstructured.Unstructured)
+	u, ok := objectMeta(obj)
 	if !ok {
 		return
 	}
@@ -393,8 +387,8 @@ func (e *Engine) fedNamespaceChanged(obj any) {
 	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	if u, ok := obj.(*unstructured.Unstructured); ok {
-		e.namespaceChanged(u.GetNamespace())
+	if m, ok := objectMeta(obj); ok {
+		e.namespaceChanged(m.GetNamespace())
 	}
 }
 
@@ -518,7 +512,7 @@ func (w *typeWorker) enqueueForCluster(name string, set placement.ClusterSet) {
 		only = placement.NewClusterSet([]placement.Cluster{c})
 	}
 	for _, obj := range w.informer.GetStore().List() {
-		u, ok := obj.(*unstructured.Unstructured)
+		u, ok := decoded(obj)
 		if !ok {
 			continue
 		}
