@@ -9,7 +9,8 @@ MEMBERS ?= 2
 CONTROLLER_GEN := go tool controller-gen
 GINKGO := go tool ginkgo
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X github.com/kubefed-io/kubefed/pkg/version.Version=$(VERSION)
+GIT_COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS := -X github.com/kubefed-io/kubefed/pkg/version.Version=$(VERSION) -X github.com/kubefed-io/kubefed/pkg/version.Commit=$(GIT_COMMIT)
 IMG ?= kubefed:$(VERSION)
 
 .PHONY: all

@@ -3,6 +3,7 @@ package kubefedctl
 import (
 	"encoding/json"
 	"fmt"
+	"runtime"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
@@ -16,6 +17,21 @@ type versionOutput struct {
 	ClientVersion version.Info `json:"clientVersion"`
 }
 
+// kubefedVersionLine is the line KubeFed's kubefedctl printed, which
+// scripts parse: Go's %#v of its version.Info. What a build does not say
+// (the build date; the revision of a build outside git) is "unknown", as
+// in KubeFed's builds that were not stamped.
+func kubefedVersionLine(i version.Info) string {
+	known := func(s string) string {
+		if s == "" {
+			return "unknown"
+		}
+		return s
+	}
+	return fmt.Sprintf("kubefedctl version: version.Info{Version:%q, GitCommit:%q, GitTreeState:%q, BuildDate:%q, GoVersion:%q, Compiler:%q, Platform:%q}\n",
+		i.Version, known(i.Revision), known(i.TreeState), "unknown", i.GoVersion, runtime.Compiler, i.Platform)
+}
+
 func newVersionCommand(streams IOStreams) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
@@ -26,7 +42,7 @@ func newVersionCommand(streams IOStreams) *cobra.Command {
 			info := version.Get()
 			switch output {
 			case "":
-				fmt.Fprintf(streams.Out, "Client Version: %s\n", info)
+				fmt.Fprint(streams.Out, kubefedVersionLine(info))
 			case "json":
 				data, err := json.MarshalIndent(versionOutput{ClientVersion: info}, "", "  ")
 				if err != nil {
@@ -45,6 +61,6 @@ func newVersionCommand(streams IOStreams) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json or yaml. Defaults to one line of text.")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json or yaml. Defaults to the line KubeFed's kubefedctl printed.")
 	return cmd
 }

@@ -2,6 +2,8 @@ package kubefedctl
 
 import (
 	"encoding/json"
+	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -14,9 +16,23 @@ func TestVersion(t *testing.T) {
 	w := newWorld(t)
 	want := version.Get()
 
+	// KubeFed's line, which scripts parse.
 	out := w.mustRun(t, "version")
-	if out != "Client Version: "+want.String()+"\n" {
-		t.Errorf("text output %q", out)
+	line := regexp.MustCompile(`^kubefedctl version: version\.Info\{Version:"([^"]*)", GitCommit:"([^"]*)", GitTreeState:"(clean|dirty|unknown)", BuildDate:"unknown", GoVersion:"([^"]*)", Compiler:"gc", Platform:"([^"]*)"\}\n$`)
+	m := line.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("text output %q is not KubeFed's line", out)
+	}
+	commit := want.Revision
+	if commit == "" {
+		commit = "unknown"
+	}
+	if m[1] != want.Version || m[2] != commit || m[4] != runtime.Version() || m[5] != runtime.GOOS+"/"+runtime.GOARCH {
+		t.Errorf("text output %q, want %+v", out, want)
+	}
+	if got := kubefedVersionLine(version.Info{Version: "v0.9.0", Revision: "abc", TreeState: "dirty", GoVersion: "go1.26", Platform: "linux/amd64"}); got !=
+		`kubefedctl version: version.Info{Version:"v0.9.0", GitCommit:"abc", GitTreeState:"dirty", BuildDate:"unknown", GoVersion:"go1.26", Compiler:"gc", Platform:"linux/amd64"}`+"\n" {
+		t.Errorf("line %q", got)
 	}
 	for format, unmarshal := range map[string]func([]byte, any) error{"json": json.Unmarshal, "yaml": func(b []byte, v any) error { return yaml.Unmarshal(b, v) }} {
 		var got versionOutput

@@ -6,10 +6,15 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"strings"
 )
 
 // Version is the release, set at build time.
 var Version = "dev"
+
+// Commit is the git commit built, set at build time where the Go
+// toolchain does not stamp it (-buildvcs=false).
+var Commit = ""
 
 // Info describes the running binary.
 type Info struct {
@@ -17,6 +22,9 @@ type Info struct {
 	GoVersion string `json:"goVersion"`
 	Platform  string `json:"platform"`
 	Revision  string `json:"revision,omitempty"`
+	// TreeState is "clean" or "dirty": whether the tree the binary was
+	// built from had changes beyond Revision.
+	TreeState string `json:"treeState,omitempty"`
 }
 
 // Get returns the running binary's Info.
@@ -28,9 +36,20 @@ func Get() Info {
 	}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" {
+			switch s.Key {
+			case "vcs.revision":
 				info.Revision = s.Value
+			case "vcs.modified":
+				info.TreeState = map[string]string{"true": "dirty", "false": "clean"}[s.Value]
 			}
+		}
+	}
+	if info.Revision == "" && Commit != "" {
+		info.Revision = Commit
+		// The Makefile's Version is `git describe --dirty`.
+		info.TreeState = "clean"
+		if strings.HasSuffix(Version, "-dirty") {
+			info.TreeState = "dirty"
 		}
 	}
 	return info
