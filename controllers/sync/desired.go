@@ -126,6 +126,8 @@ func renderTemplate(fed map[string]any, name, namespace string, t targetType) (m
 // finishObject applies the cluster's overrides to a rendered object, then
 // what no override may change: the managed label, the name and namespace.
 func finishObject(obj map[string]any, name, namespace string, t targetType, ops []overrides.Operation) error {
+	md, _ := obj["metadata"].(map[string]any)
+	startOverriddenParents(md, ops)
 	if err := overrides.Apply(obj, ops); err != nil {
 		return &overridesError{err}
 	}
@@ -148,12 +150,43 @@ func finishObject(obj map[string]any, name, namespace string, t targetType, ops 
 		// the object: its hash is that of the same template without it.
 		delete(md, "annotations")
 	}
+	if f, ok := md["finalizers"].([]any); ok && len(f) == 0 {
+		delete(md, "finalizers")
+	}
 	if t.gk == (schema.GroupKind{Kind: "Secret"}) {
 		if err := foldStringData(obj); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// startOverriddenParents gives md an empty annotations map (finalizers
+// list) where an override sets a key (an element) of it and the rendering
+// has none. KubeFed copied a member's annotations and finalizers into the
+// rendering before its overrides on every update, so there such an
+// override found its parent on every copy that had any (ours all carry
+// HashAnnotation); only its creates failed. Here creates and updates both
+// succeed.
+func startOverriddenParents(md map[string]any, ops []overrides.Operation) {
+	if md == nil {
+		return
+	}
+	for _, op := range ops {
+		if len(op.Path) < 3 || op.Path[0] != "metadata" {
+			continue
+		}
+		switch op.Path[1] {
+		case "annotations":
+			if _, ok := md["annotations"]; !ok {
+				md["annotations"] = map[string]any{}
+			}
+		case "finalizers":
+			if _, ok := md["finalizers"]; !ok {
+				md["finalizers"] = []any{}
+			}
+		}
+	}
 }
 
 // setHash records hash in the object's HashAnnotation.

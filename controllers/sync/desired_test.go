@@ -404,9 +404,67 @@ func TestEmptyTemplateMapsTakeOverrides(t *testing.T) {
 		got["labels"].(map[string]any)["kubefed.io/managed"] != "true" {
 		t.Fatalf("metadata: %v", got)
 	}
-	// Without the empty maps, as in KubeFed, there is nothing to add to.
-	delete(md, "annotations")
+	// Without the empty labels, as in KubeFed, there is nothing to add to.
+	delete(md, "labels")
 	if _, _, err := desiredObject(fed, "web", "demo", deploymentType, mustOps(t, fed, "c1")); err == nil {
-		t.Fatal("adding a key to absent annotations must fail")
+		t.Fatal("adding a key to absent labels must fail")
+	}
+}
+
+// KubeFed copied a member's annotations and finalizers into the rendering
+// before the overrides of every update, so an override setting an
+// annotation or adding a finalizer the template lacks worked on the copies
+// that had any (all of ours carry the hash annotation). It works here on
+// the rendering itself, for updates and creates.
+func TestOverridesSetAnnotationsAndFinalizersTheTemplateLacks(t *testing.T) {
+	fed := fedDeployment()
+	md := fed["spec"].(map[string]any)["template"].(map[string]any)["metadata"].(map[string]any)
+	delete(md, "annotations")
+	_, plain, err := desiredObject(fed, "web", "demo", deploymentType, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fed["spec"].(map[string]any)["overrides"] = []any{map[string]any{
+		"clusterName": "c1",
+		"clusterOverrides": []any{
+			map[string]any{"path": "/metadata/annotations/team", "value": "a"},
+			map[string]any{"path": "/metadata/finalizers/-", "op": "add", "value": "example.com/keep"},
+		},
+	}}
+	ops := mustOps(t, fed, "c1")
+	d, hash, err := desiredObject(fed, "web", "demo", deploymentType, ops)
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	got := d["metadata"].(map[string]any)
+	if got["annotations"].(map[string]any)["team"] != "a" || !reflect.DeepEqual(got["finalizers"], []any{"example.com/keep"}) {
+		t.Fatalf("metadata: %v", got)
+	}
+	if hash == plain {
+		t.Fatal("the overrides did not change the hash")
+	}
+	// The update writes the member's annotations and finalizers with the
+	// overrides on top.
+	current := map[string]any{"metadata": map[string]any{
+		"annotations": map[string]any{"deployment.kubernetes.io/revision": "3", "team": "old"},
+		"finalizers":  []any{"member.example.com/f"},
+	}}
+	u, err := retainedObject(fed, "web", "demo", deploymentType, ops, current, false, hash)
+	if err != nil {
+		t.Fatalf("update: %v", err)
+	}
+	um := u["metadata"].(map[string]any)
+	ann := um["annotations"].(map[string]any)
+	if ann["team"] != "a" || ann["deployment.kubernetes.io/revision"] != "3" ||
+		!reflect.DeepEqual(um["finalizers"], []any{"member.example.com/f", "example.com/keep"}) {
+		t.Fatalf("update metadata: %v", um)
+	}
+	// Overrides that set nothing there leave the rendering as it was.
+	fed["spec"].(map[string]any)["overrides"] = []any{map[string]any{
+		"clusterName":      "c1",
+		"clusterOverrides": []any{map[string]any{"path": "/metadata/annotations", "value": map[string]any{}}},
+	}}
+	if _, h, err := desiredObject(fed, "web", "demo", deploymentType, mustOps(t, fed, "c1")); err != nil || h != plain {
+		t.Fatalf("an override to empty annotations: hash changed or %v", err)
 	}
 }

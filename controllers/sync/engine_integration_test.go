@@ -194,6 +194,22 @@ func runControllerManager(t *testing.T, ctx context.Context, fw *framework.Frame
 func joinMembers(t *testing.T, ctx context.Context, fw *framework.Framework) []string {
 	t.Helper()
 	host := fw.Host.Client
+	names := joinOnly(t, ctx, fw)
+	if err := framework.EnsureNamespace(ctx, host, testNS); err != nil {
+		t.Fatal(err)
+	}
+	create(t, ctx, host, fedObject("Namespace", testNS, testNS, map[string]any{}, names))
+	waitFor(t, ctx, "the namespace everywhere", time.Minute, func() bool {
+		return state(ctx, host, "Namespace", testNS) == "True| "+strings.Join(names, " ")
+	})
+	return names
+}
+
+// joinOnly joins the members and waits for them to be Ready; it returns
+// their names.
+func joinOnly(t *testing.T, ctx context.Context, fw *framework.Framework) []string {
+	t.Helper()
+	host := fw.Host.Client
 	var names []string
 	for _, m := range fw.Members {
 		if _, stderr, err := fw.Kubefedctl(ctx, "join", m.Name, "--cluster-context", m.Name, "--host-cluster-context", fw.Host.Name); err != nil {
@@ -204,13 +220,6 @@ func joinMembers(t *testing.T, ctx context.Context, fw *framework.Framework) []s
 	for _, m := range fw.Members {
 		waitFor(t, ctx, m.Name+" Ready", time.Minute, func() bool { return clusterReady(ctx, host, m.Name) })
 	}
-	if err := framework.EnsureNamespace(ctx, host, testNS); err != nil {
-		t.Fatal(err)
-	}
-	create(t, ctx, host, fedObject("Namespace", testNS, testNS, map[string]any{}, names))
-	waitFor(t, ctx, "the namespace everywhere", time.Minute, func() bool {
-		return state(ctx, host, "Namespace", testNS) == "True| "+strings.Join(names, " ")
-	})
 	return names
 }
 

@@ -15,7 +15,9 @@ import (
 )
 
 // ownNamespaces is the engine's own cache of FederatedNamespaces, which
-// places namespaced types' objects while the namespaces type does not run.
+// places namespaced types' objects while the namespaces type does not run
+// (always, in a Namespaced control plane, whose namespaces type does not
+// run: its target is cluster-scoped).
 // As in KubeFed, a namespaced type runs as long as the namespaces
 // FederatedTypeConfig exists, Enabled or not: with its propagation
 // Disabled, namespaces are not created in members, and the objects in a
@@ -75,8 +77,14 @@ func (e *Engine) startOwnNamespaces() {
 	e.fedNS.lastErr.Store(nil)
 	ft := ftc.Spec.FederatedType
 	gvr := schema.GroupVersionResource{Group: ft.Group, Version: ft.Version, Resource: ft.PluralName}
+	// A Namespaced control plane reads its own namespace only: there, the
+	// FederatedNamespace named after it limits where its objects go.
+	namespace := metav1.NamespaceAll
+	if e.opts.Scope == corev1beta1.NamespaceScoped {
+		namespace = e.opts.Namespace
+	}
 	ctx, cancel := context.WithCancel(e.ctx)
-	informer := dynamicinformer.NewFilteredDynamicInformer(e.host, gvr, metav1.NamespaceAll, 0, toolscache.Indexers{}, nil).Informer()
+	informer := dynamicinformer.NewFilteredDynamicInformer(e.host, gvr, namespace, 0, toolscache.Indexers{}, nil).Informer()
 	_ = informer.SetTransform(func(obj any) (any, error) { return informermanager.StripManagedFields(obj), nil })
 	_, _ = informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    e.fedNamespaceChanged,

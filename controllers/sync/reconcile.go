@@ -202,18 +202,25 @@ func (w *typeWorker) place(fed *unstructured.Unstructured, set placement.Cluster
 	if err != nil {
 		return placement.Result{}, typesv1beta1.ReasonComputePlacementFailed, err.Error()
 	}
-	if !w.target.namespaced || w.isNamespaces() || w.e.opts.Scope == corev1beta1.NamespaceScoped {
+	if !w.target.namespaced || w.isNamespaces() {
 		return set.Select(p), "", ""
 	}
 	fedNamespaces := w.e.federatedNamespaces()
 	if fedNamespaces == nil {
 		// Deciding before the FederatedNamespaces are all read would
-		// report every object NamespaceNotFederated.
+		// report every object NamespaceNotFederated (or, in a Namespaced
+		// control plane, place it where its namespace's does not allow).
 		return placement.Result{}, reasonPending, ""
 	}
 	ns := fed.GetNamespace()
 	obj, exists, err := fedNamespaces.GetByKey(ns + "/" + ns)
 	if err != nil || !exists {
+		if w.e.opts.Scope == corev1beta1.NamespaceScoped {
+			// As in KubeFed, a Namespaced control plane's namespace is
+			// federated implicitly: without a FederatedNamespace the
+			// object's placement stands; with one, it limits it.
+			return set.Select(p), "", ""
+		}
 		return placement.Result{}, typesv1beta1.ReasonNamespaceNotFederated, fmt.Sprintf(namespaceNotFederatedMessageFmt, ns, ns, ns)
 	}
 	fns, ok := decoded(obj)

@@ -459,15 +459,17 @@ func (r *Reconciler) inScope(ftc *corev1beta1.FederatedTypeConfig) (decision, bo
 
 // namespacesRun reports whether the namespaced type ftc may run as far as
 // the namespaces type is concerned, and if not, why. As in KubeFed, the
-// namespaces FederatedTypeConfig must exist. A Namespaced control plane
-// places objects without FederatedNamespaces and needs nothing more. In a
-// Cluster-scoped one the engine places a namespaced type's objects by
-// their FederatedNamespace: with the namespaces type Enabled, from that
-// type's own cache, so it must run, not only be enabled (its status, which
-// this controller writes, says so for its current generation, and a change
-// of it re-evaluates every type); with it Disabled (KubeFed's choice for
+// namespaces FederatedTypeConfig must exist. In a Cluster-scoped control
+// plane the engine places a namespaced type's objects by their
+// FederatedNamespace: with the namespaces type Enabled, from that type's
+// own cache, so it must run, not only be enabled (its status, which this
+// controller writes, says so for its current generation, and a change of
+// it re-evaluates every type); with it Disabled (KubeFed's choice for
 // members whose namespaces are made otherwise), from a cache of the
-// engine's own, so its federated type must be served.
+// engine's own, so its federated type must be served. A Namespaced control
+// plane, whose namespaces type never runs, reads the FederatedNamespace of
+// its namespace (which limits placement when there is one) from that cache
+// too.
 func (r *Reconciler) namespacesRun(ctx context.Context, ftc *corev1beta1.FederatedTypeConfig) (decision, bool) {
 	ns := &corev1beta1.FederatedTypeConfig{}
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: corev1beta1.NamespacesTypeConfigName}, ns)
@@ -476,10 +478,7 @@ func (r *Reconciler) namespacesRun(ctx context.Context, ftc *corev1beta1.Federat
 			message: fmt.Sprintf("namespaced type %s waits for the FederatedTypeConfig %q",
 				ftc.Name, corev1beta1.NamespacesTypeConfigName)}, false
 	}
-	if r.Scope == corev1beta1.NamespaceScoped {
-		return decision{}, true
-	}
-	if !ns.PropagationEnabled() {
+	if r.Scope == corev1beta1.NamespaceScoped || !ns.PropagationEnabled() {
 		if err := r.served(ns.Spec.FederatedType); err != nil {
 			return decision{reason: ReasonNamespacesNotEnabled, warn: true, retry: !errors.Is(err, errScopeMismatch),
 				message: fmt.Sprintf("namespaced type %s places its objects by FederatedNamespace, the federated type of the FederatedTypeConfig %q, which the host does not serve: %v",

@@ -221,8 +221,9 @@ func TestNamespacedTypeRunsWhileTheNamespacesTypeIsDisabled(t *testing.T) {
 
 // TestNamespacedScope: a Namespaced control plane runs no cluster-scoped
 // type, as KubeFed did not, but runs the namespaces type (whose target is
-// cluster-scoped, but which writes nothing there) and does not hold the
-// namespaced types back for it: their objects are placed without it.
+// cluster-scoped, but which writes nothing there). Its namespaced types
+// need the FederatedNamespace type served, as in KubeFed: the one of the
+// control plane's namespace, when there is one, limits their placement.
 func TestNamespacedScope(t *testing.T) {
 	mapper := servedTypes("deployments", "clusterroles")
 	namespaces := federatedtype.TypeConfig(target("namespaces"), federatedtype.Options{})
@@ -235,10 +236,13 @@ func TestNamespacedScope(t *testing.T) {
 	h.expect("namespaces", false, ReasonFederatedTypeNotFound,
 		"the host cluster does not serve the federated type (install its CRD, e.g. with kubefedctl enable): "+
 			`types.kubefed.io/v1beta1, Kind=FederatedNamespace: no matches for kind "FederatedNamespace" in version "types.kubefed.io/v1beta1"`)
-	h.expect("deployments.apps", true, ReasonRunning, "propagation controller running")
+	h.expect("deployments.apps", false, ReasonNamespacesNotEnabled,
+		`namespaced type deployments.apps places its objects by FederatedNamespace, the federated type of the FederatedTypeConfig "namespaces", which the host does not serve: `+
+			`types.kubefed.io/v1beta1, Kind=FederatedNamespace: no matches for kind "FederatedNamespace" in version "types.kubefed.io/v1beta1"`)
 
 	serve(mapper, namespaces.Spec.FederatedType)
 	h.expect("namespaces", true, ReasonRunning, "propagation controller running")
+	h.expect("deployments.apps", true, ReasonRunning, "propagation controller running")
 }
 
 // TestTypeServedInAnotherScope: a type the host serves in another scope

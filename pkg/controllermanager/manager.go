@@ -147,6 +147,7 @@ func Run(ctx context.Context, o Options) error {
 			return err
 		}
 	}
+	var firstScope corev1beta1.Scope
 	for reload := false; ; reload = true {
 		kfc, settings, err := loadConfig(ctx, reload, configPollInterval, log, func() (*corev1beta1.KubeFedConfig, *kubefedconfig.Settings, error) {
 			return kubefedconfig.Load(ctx, direct, o.KubeFedNamespace, corev1beta1.Scope(o.Scope))
@@ -157,6 +158,10 @@ func Run(ctx context.Context, o Options) error {
 		if settings.OriginalResourceLock != corev1beta1.LeasesResourceLock {
 			log.Info("leader election uses a Lease; the configured lock type is an alias", "resourceLock", settings.OriginalResourceLock)
 		}
+		if err := sameScope(firstScope, settings.Scope); err != nil {
+			return err
+		}
+		firstScope = settings.Scope
 		if shared.members == nil {
 			// The scope is immutable, so the member caches made for the
 			// first configuration serve every later one.
@@ -186,6 +191,20 @@ func Run(ctx context.Context, o Options) error {
 		}
 		log.Info("KubeFedConfig changed; restarting the controllers with the new settings")
 	}
+}
+
+// sameScope refuses a KubeFedConfig whose scope is not the one the
+// process started with (first; empty at the start). The scope cannot be
+// changed by an update, but the KubeFedConfig can be deleted and created
+// again with another: the member caches, the host caches and the rights
+// the controllers need all follow the scope, so the process ends and
+// starts afresh with it (KubeFed, which read the KubeFedConfig once, took
+// it up at its next start too).
+func sameScope(first, now corev1beta1.Scope) error {
+	if first == "" || first == now {
+		return nil
+	}
+	return fmt.Errorf("the KubeFedConfig's scope changed from %s to %s (it was deleted and created again); exiting, to start afresh with the new scope", first, now)
 }
 
 // loadConfig loads the KubeFedConfig with load. At the start a failure is

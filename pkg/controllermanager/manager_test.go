@@ -88,3 +88,18 @@ func TestConfigReadFailuresAreLoggedOnce(t *testing.T) {
 		t.Fatalf("logged %q, want the failure once and its end", lines)
 	}
 }
+
+// A KubeFedConfig deleted and created again with another scope ends the
+// process, whose caches and rights follow the scope it started with.
+func TestAScopeChangeEndsTheProcess(t *testing.T) {
+	if err := sameScope("", corev1beta1.NamespaceScoped); err != nil {
+		t.Errorf("first load: %v", err)
+	}
+	if err := sameScope(corev1beta1.ClusterScoped, corev1beta1.ClusterScoped); err != nil {
+		t.Errorf("same scope: %v", err)
+	}
+	err := sameScope(corev1beta1.ClusterScoped, corev1beta1.NamespaceScoped)
+	if err == nil || !strings.Contains(err.Error(), "scope changed from Cluster to Namespaced") {
+		t.Errorf("changed scope: %v", err)
+	}
+}

@@ -59,6 +59,8 @@ func TestChartRejectsInvalidValues(t *testing.T) {
 		"defaultTypes.installOnFirstStart=true": "defaultTypes.installOnFirstStart needs kubefedConfig.create=false",
 		// Both would create the default types; the second would fail.
 		"defaultTypes.installOnFirstStart=true,kubefedConfig.create=false": "defaultTypes.installOnFirstStart needs defaultTypes.install=false",
+		// KubeFed's chart values would install with none of them in effect.
+		"controllermanager.clusterHealthCheckPeriod=30s": "controllermanager: these are KubeFed's chart values",
 	} {
 		_, err := h.run("template", "kubefed", chartDir, "--set", set)
 		if err == nil || !strings.Contains(err.Error(), want) {
