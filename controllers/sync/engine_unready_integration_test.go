@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -222,4 +223,65 @@ func TestEngineMemberBackFromASpell(t *testing.T) {
 func copyChecks(t *testing.T, cluster, how string) float64 {
 	t.Helper()
 	return counterValue(t, "kubefed_copy_checks_total", "cluster", cluster, "how", how)
+}
+
+// TestEngineOrphaningWaitsForNoUnreadyMember: as in KubeFed, deleting an
+// object with kubefed.io/orphan does not wait for a member out of reach
+// (a plain deletion waits up to notReadyClusterDeletionTimeout): the
+// object goes once the ready members' copies are unlabelled, and the
+// unready member's copy, kept, is unlabelled once it is back.
+func TestEngineOrphaningWaitsForNoUnreadyMember(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	fw := setUpHost(t, ctx)
+	host := fw.Host.Client
+	runControllerManager(t, ctx, fw)
+	member1, member2 := fw.Members[0], fw.Members[1]
+	both := joinMembers(t, ctx, fw)
+
+	fed := fedObject("ConfigMap", testNS, "cm-orphan", map[string]any{"data": map[string]any{"k": "v"}}, both)
+	fed.SetAnnotations(map[string]string{corev1beta1.OrphanManagedResourcesAnnotation: "true"})
+	create(t, ctx, host, fed)
+	waitFor(t, ctx, "the object propagated", time.Minute, func() bool {
+		return state(ctx, host, "ConfigMap", "cm-orphan") == "True| "+strings.Join(both, " ")
+	})
+	// labels is the copy's managed label in a member ("gone" without one).
+	labels := func(c client.Client) string {
+		cm := &corev1.ConfigMap{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: testNS, Name: "cm-orphan"}, cm); err != nil {
+			return "gone"
+		}
+		return cm.Labels["kubefed.io/managed"]
+	}
+
+	if err := member2.Local.PauseAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	t.Cleanup(func() {
+		if !resumed {
+			_ = member2.Local.ResumeAPIServer()
+		}
+	})
+	waitFor(t, ctx, member2.Name+" not Ready", time.Minute, func() bool { return !clusterReady(ctx, host, member2.Name) })
+
+	if err := host.Delete(ctx, fed); err != nil {
+		t.Fatal(err)
+	}
+	// The default notReadyClusterDeletionTimeout is 5 minutes.
+	waitFor(t, ctx, "the orphaned object gone with a member out of reach", time.Minute, func() bool {
+		return apierrors.IsNotFound(host.Get(ctx, client.ObjectKeyFromObject(fed), fedObject("ConfigMap", testNS, "cm-orphan", nil, nil)))
+	})
+	if got := labels(member1.Client); got != "" {
+		t.Fatalf("member1's copy: managed label %q, want the copy kept without it", got)
+	}
+
+	if err := member2.Local.ResumeAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	resumed = true
+	waitFor(t, ctx, member2.Name+" Ready", time.Minute, func() bool { return clusterReady(ctx, host, member2.Name) })
+	waitFor(t, ctx, "member2's copy kept and unlabelled once it is back", time.Minute, func() bool {
+		return labels(member2.Client) == ""
+	})
 }

@@ -792,6 +792,7 @@ func (w *typeWorker) planDeletion(key string, fed *unstructured.Unstructured, pr
 	}
 	set := w.e.clusterSet()
 	deadline := fed.GetDeletionTimestamp().Add(w.e.opts.NotReadyClusterDeletionTimeout)
+	orphaning := fed.GetAnnotations()[corev1beta1.OrphanManagedResourcesAnnotation] == orphanAnnotationTrue
 	namespace, name := w.memberName(fed)
 	st := &objectState{uid: fed.GetUID(), generation: fed.GetGeneration(), deleting: true, clusters: map[string]*clusterEntry{},
 		held: w.e.held(set)}
@@ -808,6 +809,13 @@ func (w *typeWorker) planDeletion(key string, fed *unstructured.Unstructured, pr
 				continue
 			}
 			w.e.plannedUnready(c, w.name, key)
+			if orphaning {
+				// As in KubeFed, orphaning waits for no member out of
+				// reach: the copy stays there, and loses its managed
+				// label once the member is back, as the copy of an object
+				// that is gone (planRelease).
+				continue
+			}
 			if now.Before(deadline) {
 				st.clusters[c] = &clusterEntry{result: &outcome{cluster: c, listed: true, status: typesv1beta1.ClusterNotReady,
 					message: "waiting for the cluster to delete the copy"}}
