@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/kubefed-io/kubefed/pkg/informermanager"
 )
 
 // cachedObject is a federated object as a type worker's host cache holds
@@ -46,7 +48,7 @@ func compactHostObject(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	u.SetManagedFields(nil)
+	informermanager.StripManagedFields(u)
 	compactRemoteStatus(u)
 	c := &cachedObject{}
 	c.APIVersion, c.Kind = u.GetAPIVersion(), u.GetKind()

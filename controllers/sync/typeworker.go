@@ -384,9 +384,6 @@ func (w *typeWorker) enqueueObject(obj any) {
 // FederatedNamespace that changed (an informer's object, or the last
 // state of one deleted), from whichever cache saw it.
 func (e *Engine) fedNamespaceChanged(obj any) {
-	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
 	if m, ok := objectMeta(obj); ok {
 		e.namespaceChanged(m.GetNamespace())
 	}
