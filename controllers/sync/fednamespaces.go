@@ -15,9 +15,7 @@ import (
 )
 
 // ownNamespaces is the engine's own cache of FederatedNamespaces, which
-// places namespaced types' objects while the namespaces type does not run
-// (always, in a Namespaced control plane, whose namespaces type does not
-// run: its target is cluster-scoped).
+// places namespaced types' objects while the namespaces type does not run.
 // As in KubeFed, a namespaced type runs as long as the namespaces
 // FederatedTypeConfig exists, Enabled or not: with its propagation
 // Disabled, namespaces are not created in members, and the objects in a

@@ -467,9 +467,9 @@ func (r *Reconciler) inScope(ftc *corev1beta1.FederatedTypeConfig) (decision, bo
 // it re-evaluates every type); with it Disabled (KubeFed's choice for
 // members whose namespaces are made otherwise), from a cache of the
 // engine's own, so its federated type must be served. A Namespaced control
-// plane, whose namespaces type never runs, reads the FederatedNamespace of
-// its namespace (which limits placement when there is one) from that cache
-// too.
+// plane reads the FederatedNamespace of its namespace (which limits
+// placement when there is one) from either cache, so there too the
+// federated type must be served.
 func (r *Reconciler) namespacesRun(ctx context.Context, ftc *corev1beta1.FederatedTypeConfig) (decision, bool) {
 	ns := &corev1beta1.FederatedTypeConfig{}
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: corev1beta1.NamespacesTypeConfigName}, ns)
