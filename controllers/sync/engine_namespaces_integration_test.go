@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/kubefed-io/kubefed/api/core/v1beta1"
@@ -50,18 +51,22 @@ func TestEngineNamespacesTypeDisabled(t *testing.T) {
 	}
 	placeNamespace := func(clusters ...string) {
 		t.Helper()
-		fns := fedObject("Namespace", testNS, testNS, nil, nil)
-		if err := host.Get(ctx, client.ObjectKeyFromObject(fns), fns); err != nil {
-			t.Fatal(err)
-		}
 		list := []any{}
 		for _, c := range clusters {
 			list = append(list, map[string]any{"name": c})
 		}
-		if err := unstructured.SetNestedSlice(fns.Object, list, "spec", "placement", "clusters"); err != nil {
-			t.Fatal(err)
-		}
-		if err := host.Update(ctx, fns); err != nil {
+		// The engine writes the object's status and finalizer meanwhile.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			fns := fedObject("Namespace", testNS, testNS, nil, nil)
+			if err := host.Get(ctx, client.ObjectKeyFromObject(fns), fns); err != nil {
+				return err
+			}
+			if err := unstructured.SetNestedSlice(fns.Object, list, "spec", "placement", "clusters"); err != nil {
+				return err
+			}
+			return host.Update(ctx, fns)
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
